@@ -1,0 +1,142 @@
+import { randomUUID } from "node:crypto";
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyServerOptions,
+} from "fastify";
+import { createAuth } from "./auth/auth.js";
+import { registerTenancyRoutes } from "./auth/routes.js";
+import { createSessions } from "./auth/session.js";
+import type { Config } from "./config.js";
+import type { Database } from "./db/client.js";
+import { registerAuthProxy } from "./http/auth-proxy.js";
+import { ApiError } from "./http/errors.js";
+import { docs } from "./http/openapi.js";
+import { loggerOptions } from "./logging.js";
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export interface AppOptions {
+  config: Config;
+  database: Database;
+  /** A pino logger configuration or instance; defaults to JSON logs at config.logLevel. */
+  logger?: FastifyServerOptions["loggerInstance"];
+}
+
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config, database } = options;
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: loggerOptions(config.logLevel) }),
+    bodyLimit: BODY_LIMIT,
+    requestIdHeader: "x-request-id",
+    genReqId: () => randomUUID(),
+    trustProxy: false,
+    return503OnClosing: true,
+    // HTTP framing errors never reach a route: answer them in the API's shape too.
+    clientErrorHandler: (_error, socket) => {
+      if (!socket.writable) return;
+      const body = JSON.stringify({ error: "Bad request" });
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
+    frameworkErrors: (error, _request, reply) => {
+      (reply as FastifyReply)
+        .code(400)
+        .send({ error: error.message.includes("URL") ? "Malformed URL" : "Bad request" });
+    },
+  });
+
+  // Handlers parse their own input after authentication (spec check order:
+  // 401, then 403, then 400 Invalid JSON), so every body is kept as raw text
+  // whatever its Content-Type, including none.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => done(null, body));
+  // Route schemas document the API only (see http/openapi.ts).
+  app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  app.addHook("onSend", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+
+  app.setNotFoundHandler((_request, reply) => {
+    reply.code(404).send({ error: "Not found" });
+  });
+
+  app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
+    if (error instanceof ApiError) {
+      if (error.headers) reply.headers(error.headers);
+      return reply.code(error.status).send({ error: error.message, ...error.extra });
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send({ error: clientErrorMessage(error, status) });
+    }
+    request.log.error({ err: error }, "request failed");
+    return reply.code(500).send({ error: "Internal server error" });
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "wa-inbox API",
+        version: "0.1.0",
+        description:
+          "Customer-messaging backend for WhatsApp: accounts, flows, channel configuration, inbox and reactions.",
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: "http", scheme: "bearer" },
+          cookie: { type: "apiKey", in: "cookie", name: "better-auth.session_token" },
+        },
+      },
+      security: [{ bearer: [] }, { cookie: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+
+  const auth = createAuth(database.db, config);
+  const sessions = createSessions(auth, database.db);
+
+  app.get(
+    "/healthz",
+    docs({ tags: ["health"], summary: "The process is alive", public: true }),
+    async () => ({
+      ok: true,
+    }),
+  );
+  app.get(
+    "/readyz",
+    docs({ tags: ["health"], summary: "The database answers", public: true }),
+    async (_request, reply) => {
+      try {
+        await database.pool.query("select 1");
+        return { ok: true };
+      } catch {
+        return reply.code(503).send({ error: "Database unavailable" });
+      }
+    },
+  );
+  app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  registerAuthProxy(app, auth, config.publicUrl);
+  registerTenancyRoutes(app, { db: database.db, sessions });
+
+  return app;
+}
+
+function clientErrorMessage(error: FastifyError, status: number): string {
+  switch (error.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return "Request body is larger than 1 MiB";
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return "Content-Length does not match the body";
+    default:
+      return status === 404 ? "Not found" : "Bad request";
+  }
+}

@@ -1,0 +1,42 @@
+import { betterAuth } from "better-auth";
+import { drizzleAdapter } from "better-auth/adapters/drizzle";
+import { bearer } from "better-auth/plugins";
+import type { Config } from "../config.js";
+import type { Db } from "../db/client.js";
+import { authCredentials, profiles, sessions, users, verifications } from "../db/schema/index.js";
+
+export function createAuth(db: Db, config: Pick<Config, "publicUrl" | "authSecret" | "env">) {
+  return betterAuth({
+    appName: "wa-inbox",
+    baseURL: config.publicUrl,
+    basePath: "/api/auth",
+    secret: config.authSecret,
+    database: drizzleAdapter(db, {
+      provider: "pg",
+      schema: { users, sessions, auth_credentials: authCredentials, verifications },
+    }),
+    user: { modelName: "users" },
+    session: { modelName: "sessions" },
+    account: { modelName: "auth_credentials" },
+    verification: { modelName: "verifications" },
+    emailAndPassword: { enabled: true, autoSignIn: true, minPasswordLength: 8 },
+    plugins: [bearer()],
+    advanced: { database: { generateId: "uuid" } },
+    // Our own limiter covers what needs one; better-auth's would key on IPs we may not see.
+    rateLimit: { enabled: false },
+    telemetry: { enabled: false },
+    logger: { disabled: config.env === "test" },
+    databaseHooks: {
+      user: {
+        create: {
+          // Every user has a profile; it links to no account until they create or join one.
+          after: async (user) => {
+            await db.insert(profiles).values({ userId: user.id }).onConflictDoNothing();
+          },
+        },
+      },
+    },
+  });
+}
+
+export type Auth = ReturnType<typeof createAuth>;

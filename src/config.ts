@@ -1,0 +1,146 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+
+/** A per-user sliding budget such as "120/60s": `points` requests per `durationSeconds`. */
+export interface RateLimitSetting {
+  points: number;
+  durationSeconds: number;
+}
+
+const rateLimit = z
+  .string()
+  .default("120/60s")
+  .transform((value, ctx): RateLimitSetting => {
+    const match = /^(\d+)\s*\/\s*(\d+)\s*(s|m|h)?$/.exec(value.trim());
+    const points = match ? Number(match[1]) : 0;
+    const unit = match?.[3] ?? "s";
+    const seconds = match ? Number(match[2]) * (unit === "h" ? 3600 : unit === "m" ? 60 : 1) : 0;
+    if (points < 1 || seconds < 1) {
+      ctx.addIssue({ code: "custom", message: 'expected "<count>/<window>", for example "120/60s"' });
+      return z.NEVER;
+    }
+    return { points, durationSeconds: seconds };
+  });
+
+const url = z.string().url();
+
+const schema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PUBLIC_URL: url.optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
+    .optional(),
+  DATA_DIR: z.string().min(1).default("./data"),
+  // Checked where it is used: an invalid key must not stop the server (spec).
+  ENCRYPTION_KEY: z.string().optional(),
+  AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  META_GRAPH_API_URL: url.default("https://graph.facebook.com"),
+  META_GRAPH_API_VERSION: z
+    .string()
+    .regex(/^v\d+\.\d+$/, 'must look like "v25.0"')
+    .default("v25.0"),
+  META_APP_SECRET: z.string().min(1).optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
+    .optional(),
+  REACT_RATE_LIMIT: rateLimit,
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export interface Config {
+  env: "development" | "production" | "test";
+  port: number;
+  host: string;
+  publicUrl: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  encryptionKey: string;
+  authSecret: string;
+  graphApiUrl: string;
+  graphApiVersion: string;
+  appSecret: string | undefined;
+  redisUrl: string | undefined;
+  reactRateLimit: RateLimitSetting;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+/** A secret that development generates once and keeps in DATA_DIR. */
+type GeneratedSecret = "ENCRYPTION_KEY" | "AUTH_SECRET";
+
+/**
+ * Reads and validates the environment once. Empty strings count as unset.
+ * Throws ConfigError naming the offending variable.
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (message: string) => void = (m) => console.warn(m),
+): Config {
+  const cleaned = Object.fromEntries(
+    Object.entries(env).filter(([key, value]) => key in schema.shape && value !== ""),
+  );
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const name = String(issue?.path[0] ?? "environment");
+    throw new ConfigError(`Invalid ${name}: ${issue?.message ?? "invalid value"}`);
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.DATA_DIR);
+
+  const secret = (name: GeneratedSecret, value: string | undefined, make: () => string) => {
+    if (value) return value;
+    if (e.NODE_ENV === "production") {
+      throw new ConfigError(`Missing ${name}: it is required when NODE_ENV=production`);
+    }
+    return devSecret(dataDir, name, make, warn);
+  };
+
+  return {
+    env: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: (e.PUBLIC_URL ?? `http://${e.HOST.includes(":") ? `[${e.HOST}]` : e.HOST}:${e.PORT}`).replace(
+      /\/$/,
+      "",
+    ),
+    databaseUrl: e.DATABASE_URL,
+    dataDir,
+    encryptionKey: secret("ENCRYPTION_KEY", e.ENCRYPTION_KEY, () => randomBytes(32).toString("hex")),
+    authSecret: secret("AUTH_SECRET", e.AUTH_SECRET, () => randomBytes(32).toString("base64url")),
+    graphApiUrl: e.META_GRAPH_API_URL.replace(/\/$/, ""),
+    graphApiVersion: e.META_GRAPH_API_VERSION,
+    appSecret: e.META_APP_SECRET,
+    redisUrl: e.REDIS_URL,
+    reactRateLimit: e.REACT_RATE_LIMIT,
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+function devSecret(
+  dataDir: string,
+  name: GeneratedSecret,
+  make: () => string,
+  warn: (message: string) => void,
+): string {
+  const file = path.join(dataDir, "secrets", name.toLowerCase());
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const value = make();
+  // The data directory stays searchable (the embedded database's own user
+  // needs to reach its cluster inside it); only the secrets folder is private.
+  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  writeFileSync(file, `${value}\n`, { mode: 0o600, flag: "wx" });
+  chmodSync(file, 0o600);
+  warn(
+    `${name} is not set: generated one for development and kept it in ${file}. Set ${name} in production.`,
+  );
+  return value;
+}

