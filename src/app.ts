@@ -9,21 +9,46 @@ import Fastify, {
 } from "fastify";
 import { createAuth } from "./auth/auth.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
-import { createSessions } from "./auth/session.js";
+import { createSessions, type Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
+import { type AppEvents, createEvents } from "./events.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { loggerOptions } from "./logging.js";
+import { createTokenCipher, type TokenCipher } from "./messaging/crypto.js";
+import { createGraphClient, type GraphClient } from "./upstream/graph.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    deps: AppDeps;
+  }
+}
 
 export const BODY_LIMIT = 1024 * 1024;
 
 export interface AppOptions {
   config: Config;
   database: Database;
-  /** A pino logger configuration or instance; defaults to JSON logs at config.logLevel. */
+  /** A pino logger instance; defaults to JSON logs at config.logLevel. */
   logger?: FastifyServerOptions["loggerInstance"];
+  /** Upstream call timeout (tests shorten it). */
+  upstreamTimeoutMs?: number;
+  /** The clock (tests control it). */
+  now?: () => Date;
+}
+
+/** What route modules get: the shared services, built once per app. */
+export interface AppDeps {
+  config: Config;
+  db: Database["db"];
+  pool: Database["pool"];
+  sessions: Sessions;
+  cipher: TokenCipher;
+  graph: GraphClient;
+  events: AppEvents;
+  now: () => Date;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -101,7 +126,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
   const auth = createAuth(database.db, config);
-  const sessions = createSessions(auth, database.db);
+  const deps: AppDeps = {
+    config,
+    db: database.db,
+    pool: database.pool,
+    sessions: createSessions(auth, database.db),
+    cipher: createTokenCipher(config.encryptionKey),
+    graph: createGraphClient({
+      baseUrl: config.graphApiUrl,
+      version: config.graphApiVersion,
+      timeoutMs: options.upstreamTimeoutMs,
+    }),
+    events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
+    now: options.now ?? (() => new Date()),
+  };
+  app.decorate("deps", deps);
+  app.addHook("onClose", () => deps.events.idle());
 
   app.get(
     "/healthz",
@@ -125,7 +165,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
   registerAuthProxy(app, auth, config.publicUrl);
-  registerTenancyRoutes(app, { db: database.db, sessions });
+  registerTenancyRoutes(app, deps);
 
   return app;
 }

@@ -1,0 +1,247 @@
+/**
+ * Meta Graph API (WhatsApp Cloud API) client: one function per call the
+ * product makes. Every call has a timeout; POSTs are never retried (a retry
+ * could register twice or send a message twice). Errors never contain the
+ * access token.
+ */
+
+export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response";
+
+export class GraphApiError extends Error {
+  readonly kind: GraphErrorKind;
+  /** HTTP status of the upstream answer, when there was one. */
+  readonly status: number | undefined;
+  /** Meta's error code (190 bad token, 133005 PIN mismatch, 131056 rate limit...). */
+  readonly code: number | undefined;
+  readonly subcode: number | undefined;
+  readonly type: string | undefined;
+  readonly fbtraceId: string | undefined;
+  readonly details: string | undefined;
+
+  constructor(
+    message: string,
+    init: {
+      kind: GraphErrorKind;
+      status?: number;
+      code?: number;
+      subcode?: number;
+      type?: string;
+      fbtraceId?: string;
+      details?: string;
+    },
+  ) {
+    super(message);
+    this.name = "GraphApiError";
+    this.kind = init.kind;
+    this.status = init.status;
+    this.code = init.code;
+    this.subcode = init.subcode;
+    this.type = init.type;
+    this.fbtraceId = init.fbtraceId;
+    this.details = init.details;
+  }
+
+  /** A JSON-safe summary, for storing beside a failed message or run. */
+  toJSON() {
+    return {
+      message: this.message,
+      kind: this.kind,
+      status: this.status ?? null,
+      code: this.code ?? null,
+      subcode: this.subcode ?? null,
+      fbtrace_id: this.fbtraceId ?? null,
+      details: this.details ?? null,
+    };
+  }
+}
+
+/** What the verification call answers; passed through to clients as `phone_info`. */
+export type PhoneInfo = Record<string, unknown> & { id: string };
+
+export type InteractiveBody =
+  | {
+      type: "button";
+      header?: { type: "text"; text: string };
+      body: { text: string };
+      footer?: { text: string };
+      action: { buttons: Array<{ type: "reply"; reply: { id: string; title: string } }> };
+    }
+  | {
+      type: "list";
+      header?: { type: "text"; text: string };
+      body: { text: string };
+      footer?: { text: string };
+      action: {
+        button: string;
+        sections: Array<{
+          title?: string;
+          rows: Array<{ id: string; title: string; description?: string }>;
+        }>;
+      };
+    };
+
+/** The `type`-specific part of a send; `to` and `messaging_product` are added by sendMessage. */
+export type OutboundMessage =
+  | { type: "text"; text: { body: string; preview_url?: boolean } }
+  | { type: "interactive"; interactive: InteractiveBody }
+  | { type: "image" | "video"; image?: MediaLink; video?: MediaLink }
+  | { type: "document"; document: MediaLink & { filename?: string } }
+  | { type: "reaction"; reaction: { message_id: string; emoji: string } };
+
+export interface MediaLink {
+  link: string;
+  caption?: string;
+}
+
+export interface SentMessage {
+  /** The upstream message id (wamid...). */
+  messageId: string;
+  waId: string | undefined;
+}
+
+export interface GraphClient {
+  getPhoneNumber(accessToken: string, phoneNumberId: string): Promise<PhoneInfo>;
+  registerPhoneNumber(accessToken: string, phoneNumberId: string, pin: string): Promise<void>;
+  subscribeApp(accessToken: string, businessAccountId: string): Promise<void>;
+  /** `to` must already be digits only (see toUpstreamPhone). */
+  sendMessage(
+    accessToken: string,
+    phoneNumberId: string,
+    to: string,
+    message: OutboundMessage,
+  ): Promise<SentMessage>;
+}
+
+export interface GraphClientOptions {
+  baseUrl: string;
+  version: string;
+  timeoutMs?: number;
+}
+
+export const PHONE_FIELDS = "id,display_phone_number,verified_name,quality_rating";
+
+/** Strips everything but digits; a number with no digits is no number (null). */
+export function toUpstreamPhone(phone: string | null | undefined): string | null {
+  const digits = (phone ?? "").replace(/\D/g, "");
+  return digits === "" ? null : digits;
+}
+
+export function createGraphClient(options: GraphClientOptions): GraphClient {
+  const base = `${options.baseUrl.replace(/\/$/, "")}/${options.version}`;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+
+  async function call(method: "GET" | "POST", path: string, accessToken: string, body?: unknown) {
+    let response: Response;
+    try {
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${accessToken}`,
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      const name = (error as { name?: string }).name;
+      if (name === "TimeoutError" || name === "AbortError") {
+        throw new GraphApiError(`Upstream did not answer within ${timeoutMs / 1000} s`, { kind: "timeout" });
+      }
+      throw new GraphApiError("Could not reach the upstream messaging platform", { kind: "network" });
+    }
+
+    let text: string;
+    try {
+      text = await response.text();
+    } catch {
+      throw new GraphApiError("The upstream connection closed before the answer was complete", {
+        kind: "network",
+        status: response.status,
+      });
+    }
+    let json: unknown;
+    try {
+      json = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+
+    const envelope = (json as { error?: Record<string, unknown> } | undefined)?.error;
+    if (envelope && typeof envelope === "object") {
+      const details = (envelope.error_data as { details?: unknown } | undefined)?.details;
+      throw new GraphApiError(
+        typeof envelope.message === "string" && envelope.message ? envelope.message : "Upstream error",
+        {
+          kind: "api",
+          status: response.status,
+          code: typeof envelope.code === "number" ? envelope.code : undefined,
+          subcode: typeof envelope.error_subcode === "number" ? envelope.error_subcode : undefined,
+          type: typeof envelope.type === "string" ? envelope.type : undefined,
+          fbtraceId: typeof envelope.fbtrace_id === "string" ? envelope.fbtrace_id : undefined,
+          details: typeof details === "string" ? details : undefined,
+        },
+      );
+    }
+    if (!response.ok) {
+      throw new GraphApiError(`Upstream answered HTTP ${response.status} without an error description`, {
+        kind: "invalid_response",
+        status: response.status,
+      });
+    }
+    if (json === undefined || json === null || typeof json !== "object") {
+      throw new GraphApiError(
+        text === ""
+          ? "Upstream answered with an empty body"
+          : "Upstream answered with a body that is not JSON",
+        { kind: "invalid_response", status: response.status },
+      );
+    }
+    return json as Record<string, unknown>;
+  }
+
+  const seg = encodeURIComponent;
+
+  return {
+    async getPhoneNumber(accessToken, phoneNumberId) {
+      const json = await call("GET", `/${seg(phoneNumberId)}?fields=${PHONE_FIELDS}`, accessToken);
+      if (typeof json.id !== "string") {
+        throw new GraphApiError("Upstream phone number answer has no id", { kind: "invalid_response" });
+      }
+      return json as PhoneInfo;
+    },
+    async registerPhoneNumber(accessToken, phoneNumberId, pin) {
+      const json = await call("POST", `/${seg(phoneNumberId)}/register`, accessToken, {
+        messaging_product: "whatsapp",
+        pin,
+      });
+      expectSuccess(json);
+    },
+    async subscribeApp(accessToken, businessAccountId) {
+      const json = await call("POST", `/${seg(businessAccountId)}/subscribed_apps`, accessToken);
+      expectSuccess(json);
+    },
+    async sendMessage(accessToken, phoneNumberId, to, message) {
+      const json = await call("POST", `/${seg(phoneNumberId)}/messages`, accessToken, {
+        messaging_product: "whatsapp",
+        recipient_type: "individual",
+        to,
+        ...message,
+      });
+      const first = (json.messages as Array<{ id?: unknown }> | undefined)?.[0];
+      if (typeof first?.id !== "string") {
+        throw new GraphApiError("Upstream accepted the message but returned no message id", {
+          kind: "invalid_response",
+        });
+      }
+      const contact = (json.contacts as Array<{ wa_id?: unknown }> | undefined)?.[0];
+      return { messageId: first.id, waId: typeof contact?.wa_id === "string" ? contact.wa_id : undefined };
+    },
+  };
+}
+
+function expectSuccess(json: Record<string, unknown>) {
+  if (json.success !== true) {
+    throw new GraphApiError("Upstream did not confirm success", { kind: "invalid_response" });
+  }
+}
