@@ -13,6 +13,7 @@ import { createSessions, type Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import { type AppEvents, createEvents } from "./events.js";
+import { registerFlowRoutes } from "./flows/routes.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
@@ -166,6 +167,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerAuthProxy(app, auth, config.publicUrl);
   registerTenancyRoutes(app, deps);
+  registerFlowRoutes(app, deps);
 
   return app;
 }

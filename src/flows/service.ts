@@ -1,0 +1,293 @@
+import { and, asc, desc, eq, sql } from "drizzle-orm";
+import type { Db, DbOrTx } from "../db/client.js";
+import { flowNodes, flows } from "../db/schema/index.js";
+import { ApiError } from "../http/errors.js";
+import { isUuid } from "../http/ids.js";
+import type { NodeInput } from "./nodes.js";
+import { findTemplate } from "./templates.js";
+import type { FlowStatus, TriggerType } from "./triggers.js";
+import { hasBlockingIssues, type ValidationIssue, validateFlowGraph } from "./validate.js";
+
+type FlowRow = typeof flows.$inferSelect;
+type NodeRow = typeof flowNodes.$inferSelect;
+
+/** The one place flow rows become API objects (snake_case on the wire). */
+export function toFlowJson(row: FlowRow) {
+  return {
+    id: row.id,
+    account_id: row.accountId,
+    user_id: row.userId,
+    name: row.name,
+    description: row.description,
+    status: row.status,
+    trigger_type: row.triggerType,
+    trigger_config: row.triggerConfig,
+    entry_node_id: row.entryNodeId,
+    fallback_policy: row.fallbackPolicy,
+    created_at: row.createdAt,
+    updated_at: row.updatedAt,
+  };
+}
+
+export function toNodeJson(row: NodeRow) {
+  return {
+    id: row.id,
+    flow_id: row.flowId,
+    node_key: row.nodeKey,
+    node_type: row.nodeType,
+    config: row.config,
+    position_x: row.positionX,
+    position_y: row.positionY,
+    created_at: row.createdAt,
+  };
+}
+
+export type FlowJson = ReturnType<typeof toFlowJson>;
+export type NodeJson = ReturnType<typeof toNodeJson>;
+
+/** Without a limit a list answers at most this many flows. */
+export const DEFAULT_LIST_LIMIT = 1000;
+
+/** Opaque page cursor: the (created_at, id) of the last flow of the previous page. */
+export function encodeCursor(row: { createdAt: Date; id: string }): string {
+  return Buffer.from(`${row.createdAt.toISOString()}|${row.id}`).toString("base64url");
+}
+
+export function decodeCursor(cursor: string): { createdAt: Date; id: string } | null {
+  const [iso, id, ...rest] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  if (rest.length || !iso || !isUuid(id) || !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(iso)) return null;
+  const createdAt = new Date(iso);
+  return Number.isNaN(createdAt.getTime()) ? null : { createdAt, id };
+}
+
+export async function listFlows(
+  db: Db,
+  input: { accountId: string; limit?: number; after?: { createdAt: Date; id: string } },
+) {
+  const limit = input.limit ?? DEFAULT_LIST_LIMIT;
+  const rows = await db
+    .select()
+    .from(flows)
+    .where(
+      and(
+        eq(flows.accountId, input.accountId),
+        input.after
+          ? sql`(${flows.createdAt}, ${flows.id}) < (${input.after.createdAt}, ${input.after.id})`
+          : undefined,
+      ),
+    )
+    .orderBy(desc(flows.createdAt), desc(flows.id))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    flows: page.map(toFlowJson),
+    next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+  };
+}
+
+/** The flow when it exists in the account; ids that are not UUIDs match nothing. */
+export async function getFlow(db: DbOrTx, input: { accountId: string; flowId: string }) {
+  if (!isUuid(input.flowId)) return null;
+  const [row] = await db
+    .select()
+    .from(flows)
+    .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)));
+  return row ?? null;
+}
+
+/** Nodes in the order they were written: one insert shares created_at, ordinal keeps input order. */
+async function nodesOf(db: DbOrTx, flowId: string) {
+  const rows = await db
+    .select()
+    .from(flowNodes)
+    .where(eq(flowNodes.flowId, flowId))
+    .orderBy(asc(flowNodes.createdAt), asc(flowNodes.ordinal), asc(flowNodes.id));
+  return rows.map(toNodeJson);
+}
+
+export async function getFlowWithNodes(db: Db, input: { accountId: string; flowId: string }) {
+  const flow = await getFlow(db, input);
+  if (!flow) return null;
+  return { flow: toFlowJson(flow), nodes: await nodesOf(db, flow.id) };
+}
+
+async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]) {
+  if (nodes.length === 0) return;
+  await tx.insert(flowNodes).values(
+    nodes.map((n, ordinal) => ({
+      flowId,
+      nodeKey: n.node_key,
+      nodeType: n.node_type,
+      config: n.config,
+      positionX: n.position_x,
+      positionY: n.position_y,
+      ordinal,
+    })),
+  );
+}
+
+export async function createFlow(
+  db: Db,
+  input: {
+    accountId: string;
+    userId: string;
+    name: string;
+    description: string | null;
+    triggerType: TriggerType;
+    triggerConfig: Record<string, unknown>;
+  },
+) {
+  const [row] = await db
+    .insert(flows)
+    .values({
+      accountId: input.accountId,
+      userId: input.userId,
+      name: input.name,
+      description: input.description,
+      status: "draft",
+      triggerType: input.triggerType,
+      triggerConfig: input.triggerConfig,
+    })
+    .returning();
+  if (!row) throw new Error("flow insert returned nothing");
+  return toFlowJson(row);
+}
+
+/**
+ * A draft copy of a built-in template: the flow and its nodes in one
+ * transaction, so a failed node insert leaves no flow behind.
+ */
+export async function cloneTemplate(
+  db: Db,
+  input: { accountId: string; userId: string; slug: string; name: string | null },
+) {
+  const template = findTemplate(input.slug);
+  if (!template) throw new ApiError(400, `Unknown template_slug "${input.slug}"`);
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(flows)
+      .values({
+        accountId: input.accountId,
+        userId: input.userId,
+        name: input.name ?? template.name,
+        description: template.description,
+        status: "draft",
+        triggerType: template.trigger_type,
+        triggerConfig: structuredClone(template.trigger_config),
+        entryNodeId: template.entry_node_id,
+      })
+      .returning();
+    if (!row) throw new Error("flow insert returned nothing");
+    await insertNodes(tx, row.id, template.nodes);
+    return toFlowJson(row);
+  });
+}
+
+export interface FlowPatch {
+  name?: string;
+  description?: string | null;
+  trigger_type?: TriggerType;
+  trigger_config?: Record<string, unknown>;
+  entry_node_id?: string | null;
+  fallback_policy?: Record<string, unknown>;
+}
+
+/**
+ * PUT: changes the supplied fields, always moves updated_at, and when `nodes`
+ * is given replaces every node. One transaction holding the flow row's lock,
+ * so concurrent replacements apply one after the other and a failure keeps the
+ * previous state whole. Null when the flow is gone (or was never visible).
+ */
+export async function replaceFlow(
+  db: Db,
+  input: { accountId: string; flowId: string; patch: FlowPatch; nodes?: NodeInput[]; now: Date },
+) {
+  if (!isUuid(input.flowId)) return null;
+  return db.transaction(async (tx) => {
+    const [locked] = await tx
+      .select({ id: flows.id })
+      .from(flows)
+      .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
+      .for("update");
+    if (!locked) return null;
+    const { patch } = input;
+    const [row] = await tx
+      .update(flows)
+      .set({
+        ...(patch.name !== undefined && { name: patch.name }),
+        ...(patch.description !== undefined && { description: patch.description }),
+        ...(patch.trigger_type !== undefined && { triggerType: patch.trigger_type }),
+        ...(patch.trigger_config !== undefined && { triggerConfig: patch.trigger_config }),
+        ...(patch.entry_node_id !== undefined && { entryNodeId: patch.entry_node_id }),
+        ...(patch.fallback_policy !== undefined && { fallbackPolicy: patch.fallback_policy }),
+        updatedAt: input.now,
+      })
+      .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
+      .returning();
+    if (!row) return null;
+    if (input.nodes) {
+      await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
+      await insertNodes(tx, row.id, input.nodes);
+    }
+    return { flow: toFlowJson(row), nodes: await nodesOf(tx, row.id) };
+  });
+}
+
+/** Deletes the flow; nodes, runs and run events go by cascade. False when not visible. */
+export async function deleteFlow(db: Db, input: { accountId: string; flowId: string }) {
+  if (!isUuid(input.flowId)) return false;
+  const deleted = await db
+    .delete(flows)
+    .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
+    .returning({ id: flows.id });
+  return deleted.length > 0;
+}
+
+/**
+ * Moves a flow to a status. `active` first validates the graph as stored, under
+ * the flow row's lock so a concurrent PUT cannot slip an unchecked graph in:
+ * blocking issues answer 422 `{ error, issues }`; warnings come back with the flow.
+ */
+export async function setFlowStatus(
+  db: Db,
+  input: { accountId: string; flowId: string; status: FlowStatus; now: Date },
+): Promise<{ flow: FlowJson; issues: ValidationIssue[] } | null> {
+  if (!isUuid(input.flowId)) return null;
+  return db.transaction(async (tx) => {
+    const [flow] = await tx
+      .select()
+      .from(flows)
+      .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
+      .for("update");
+    if (!flow) return null;
+    let issues: ValidationIssue[] = [];
+    if (input.status === "active") {
+      const nodes = await nodesOf(tx, flow.id);
+      issues = validateFlowGraph({
+        trigger_type: flow.triggerType,
+        trigger_config: flow.triggerConfig,
+        entry_node_id: flow.entryNodeId,
+        fallback_policy: flow.fallbackPolicy,
+        nodes,
+      });
+      if (hasBlockingIssues(issues)) {
+        const count = issues.filter((i) => i.severity === "error").length;
+        throw new ApiError(
+          422,
+          `The flow cannot be activated: ${count} blocking issue${count === 1 ? "" : "s"}`,
+          {
+            issues,
+          },
+        );
+      }
+    }
+    const [row] = await tx
+      .update(flows)
+      .set({ status: input.status, updatedAt: input.now })
+      .where(and(eq(flows.id, flow.id), eq(flows.accountId, input.accountId)))
+      .returning();
+    if (!row) return null;
+    return { flow: toFlowJson(row), issues };
+  });
+}
