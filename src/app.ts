@@ -19,6 +19,7 @@ import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { loggerOptions } from "./logging.js";
 import { createTokenCipher, type TokenCipher } from "./messaging/crypto.js";
+import { registerReactionRoutes } from "./messaging/react.js";
 import { createGraphClient, type GraphClient } from "./upstream/graph.js";
 
 declare module "fastify" {
@@ -168,6 +169,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerAuthProxy(app, auth, config.publicUrl);
   registerTenancyRoutes(app, deps);
   registerFlowRoutes(app, deps);
+  registerReactionRoutes(app, deps);
 
   return app;
 }
