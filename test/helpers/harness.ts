@@ -58,7 +58,13 @@ export interface TestApp {
  * database (to restart the app with another configuration, for example).
  */
 export async function createTestApp(
-  options: { config?: Partial<Config>; captureLogs?: boolean; databaseUrl?: string } = {},
+  options: {
+    config?: Partial<Config>;
+    captureLogs?: boolean;
+    databaseUrl?: string;
+    /** Upstream call timeout; tests that inject slow upstream answers shorten it. */
+    upstreamTimeoutMs?: number;
+  } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
   const url = options.databaseUrl ?? owned?.url ?? "";
@@ -76,7 +82,7 @@ export async function createTestApp(
         }),
       )
     : pino({ level: "silent" });
-  const app = await buildApp({ config, database, logger });
+  const app = await buildApp({ config, database, logger, upstreamTimeoutMs: options.upstreamTimeoutMs });
   await app.ready();
   return {
     app,
