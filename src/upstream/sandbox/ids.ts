@@ -1,0 +1,7 @@
+import { randomBytes } from "node:crypto";
+
+/** An upstream message id in Meta's form (`wamid.` + opaque base64). */
+export const newWamid = () => `wamid.${randomBytes(24).toString("base64url")}`;
+
+/** Meta's per-request trace id, returned in every error envelope. */
+export const newFbtraceId = () => `A${randomBytes(11).toString("base64url")}`;

@@ -1,0 +1,177 @@
+/**
+ * `npm run sandbox`: the Graph API emulator on SANDBOX_PORT (default 4010)
+ * with one demo number, plus a small `/_sandbox/...` control surface so a
+ * person can play the customer offline. Point the service at it with
+ * META_GRAPH_API_URL=http://127.0.0.1:4010.
+ *
+ * This is a developer tool run on its own, so it reads its own environment
+ * variables here rather than through the service's config.
+ */
+import { createCustomer } from "./customer.js";
+import { type AcceptedMessage, type ExtraRouteResult, startSandbox } from "./server.js";
+import { signPayload, statusPayload } from "./webhook-payloads.js";
+
+const env = process.env;
+const port = Number(env.SANDBOX_PORT ?? 4010);
+const host = env.SANDBOX_HOST ?? "127.0.0.1";
+const demo = {
+  phoneNumberId: env.SANDBOX_PHONE_NUMBER_ID ?? "100000000000001",
+  accessToken: env.SANDBOX_ACCESS_TOKEN ?? "sandbox-token",
+  businessAccountId: env.SANDBOX_BUSINESS_ACCOUNT_ID ?? "200000000000001",
+  displayPhoneNumber: env.SANDBOX_DISPLAY_PHONE_NUMBER ?? "+1 555-010-0001",
+  verifiedName: env.SANDBOX_VERIFIED_NAME ?? "Sandbox Coffee",
+  pin: env.SANDBOX_PIN || undefined,
+};
+const webhookUrl = env.SANDBOX_WEBHOOK_URL || undefined;
+const appSecret = env.SANDBOX_APP_SECRET || env.META_APP_SECRET || undefined;
+
+const STATUS_STEPS: Array<{ status: "sent" | "delivered"; afterMs: number }> = [
+  { status: "sent", afterMs: 300 },
+  { status: "delivered", afterMs: 900 },
+];
+
+/** After each accepted send, tell the service the message was sent, then delivered (like a phone would). */
+function postDeliveryStatuses(message: AcceptedMessage) {
+  if (!webhookUrl || !appSecret) return;
+  for (const step of STATUS_STEPS) {
+    setTimeout(() => {
+      const { payload } = statusPayload({
+        phoneNumberId: message.phoneNumberId,
+        displayPhoneNumber: demo.displayPhoneNumber,
+        businessAccountId: demo.businessAccountId,
+        messageId: message.messageId,
+        recipientId: message.to.replace(/\D/g, ""),
+        status: step.status,
+      });
+      const raw = JSON.stringify(payload);
+      fetch(webhookUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-hub-signature-256": signPayload(raw, appSecret) },
+        body: raw,
+      }).catch((error: Error) => console.warn(`status webhook failed: ${error.message}`));
+    }, step.afterMs);
+  }
+}
+
+const str = (value: unknown) => (typeof value === "string" && value !== "" ? value : undefined);
+
+async function controlRoute(request: {
+  method: string;
+  path: string;
+  body: unknown;
+}): Promise<ExtraRouteResult | undefined> {
+  const { method, path } = request;
+  if (method === "GET" && path === "/_sandbox/requests") {
+    return {
+      status: 200,
+      body: { requests: sandbox.requests().filter((r) => !r.path.startsWith("/_sandbox")) },
+    };
+  }
+  if (method === "POST" && path === "/_sandbox/numbers") {
+    const b = (request.body ?? {}) as Record<string, unknown>;
+    const phoneNumberId = str(b.phone_number_id);
+    const accessToken = str(b.access_token);
+    if (!phoneNumberId || !accessToken) {
+      return { status: 400, body: { error: "phone_number_id and access_token are required" } };
+    }
+    sandbox.addNumber({
+      phoneNumberId,
+      accessToken,
+      businessAccountId: str(b.business_account_id),
+      displayPhoneNumber: str(b.display_phone_number),
+      verifiedName: str(b.verified_name),
+      pin: str(b.pin),
+    });
+    return { status: 201, body: { added: phoneNumberId } };
+  }
+  const customerAction = /^\/_sandbox\/customer\/(text|button_reply|list_reply|reaction|status)$/.exec(path);
+  if (method === "POST" && customerAction) {
+    const b = (request.body ?? {}) as Record<string, unknown>;
+    const target = str(b.to_webhook) ?? webhookUrl;
+    const from = str(b.from);
+    if (!target || !appSecret) {
+      return {
+        status: 400,
+        body: { error: "Set SANDBOX_WEBHOOK_URL (or send to_webhook) and SANDBOX_APP_SECRET first" },
+      };
+    }
+    if (!from) return { status: 400, body: { error: "from (the customer's digits) is required" } };
+    const customer = createCustomer({
+      webhookUrl: target,
+      appSecret,
+      phoneNumberId: str(b.phone_number_id) ?? demo.phoneNumberId,
+      displayPhoneNumber: demo.displayPhoneNumber,
+      businessAccountId: demo.businessAccountId,
+      waId: from.replace(/\D/g, ""),
+      name: str(b.name),
+    });
+    const replyId = str(b.reply_id) ?? "";
+    const title = str(b.title) ?? "";
+    const contextMessageId = str(b.context_message_id);
+    switch (customerAction[1]) {
+      case "text":
+        return { status: 200, body: await customer.text(str(b.text) ?? "Hello") };
+      case "button_reply":
+        return { status: 200, body: await customer.buttonReply({ replyId, title, contextMessageId }) };
+      case "list_reply":
+        return {
+          status: 200,
+          body: await customer.listReply({
+            replyId,
+            title,
+            description: str(b.description),
+            contextMessageId,
+          }),
+        };
+      case "reaction":
+        return { status: 200, body: await customer.react(str(b.message_id) ?? "", str(b.emoji)) };
+      default: {
+        const status = str(b.status) as "sent" | "delivered" | "read" | "failed" | undefined;
+        return {
+          status: 200,
+          body: await customer.status({ messageId: str(b.message_id) ?? "", status: status ?? "read" }),
+        };
+      }
+    }
+  }
+  if (method === "GET" && path === "/_sandbox") {
+    return { status: 200, body: { demo_number: { ...demo, accessToken: "(see the console)" }, help: HELP } };
+  }
+  return undefined;
+}
+
+const HELP = [
+  "GET  /_sandbox/requests                 the Graph API requests received (tokens masked)",
+  "POST /_sandbox/numbers                  {phone_number_id, access_token, business_account_id?, pin?}",
+  "POST /_sandbox/customer/text            {from, name?, text, to_webhook?}",
+  "POST /_sandbox/customer/button_reply    {from, reply_id, title, context_message_id?}",
+  "POST /_sandbox/customer/list_reply      {from, reply_id, title, description?, context_message_id?}",
+  "POST /_sandbox/customer/reaction        {from, message_id, emoji?}  (no emoji = removal)",
+  "POST /_sandbox/customer/status          {from, message_id, status: sent|delivered|read|failed}",
+];
+
+const sandbox = await startSandbox({
+  port,
+  host,
+  extraRoutes: controlRoute,
+  onMessageAccepted: postDeliveryStatuses,
+});
+sandbox.addNumber(demo);
+
+console.log(`Graph API sandbox listening on ${sandbox.url}  (META_GRAPH_API_URL=${sandbox.url})`);
+console.log(`  demo phone_number_id:     ${demo.phoneNumberId}`);
+console.log(`  demo access_token:        ${demo.accessToken}`);
+console.log(`  demo business_account_id: ${demo.businessAccountId}`);
+console.log(`  two-step PIN:             ${demo.pin ?? "(none yet: the first register sets it)"}`);
+console.log(
+  webhookUrl && appSecret
+    ? `  customer webhooks go to   ${webhookUrl}`
+    : "  set SANDBOX_WEBHOOK_URL and SANDBOX_APP_SECRET to play the customer",
+);
+for (const line of HELP) console.log(`  ${line}`);
+
+const stop = () => {
+  sandbox.close().finally(() => process.exit(0));
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);
