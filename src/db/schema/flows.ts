@@ -12,7 +12,7 @@ import {
 } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
-import { contacts, conversations } from "./inbox.js";
+import { contacts, conversations, messages } from "./inbox.js";
 import { accounts } from "./tenancy.js";
 
 export const DEFAULT_FALLBACK_POLICY = {
@@ -136,4 +136,27 @@ export const flowRunEvents = pgTable(
     createdAt: timestamptz("created_at").notNull().defaultNow(),
   },
   (t) => [index("flow_run_events_run_idx").on(t.runId, t.id)],
+);
+
+/**
+ * Inbound messages the flow runner has taken (one row per message, written
+ * before acting on it): a second delivery of the same message finds its row
+ * and is ignored, so no message ever advances a run twice.
+ */
+export const flowMessageReceipts = pgTable(
+  "flow_message_receipts",
+  {
+    messageId: uuid("message_id")
+      .primaryKey()
+      .references(() => messages.id, { onDelete: "cascade" }),
+    accountId: uuid("account_id")
+      .notNull()
+      .references(() => accounts.id, { onDelete: "cascade" }),
+    // The run it started or advanced (null when it did neither or the flow was deleted).
+    runId: uuid("run_id").references(() => flowRuns.id, { onDelete: "set null" }),
+    outcome: text("outcome").notNull(),
+    createdAt: timestamptz("created_at").notNull().defaultNow(),
+  },
+  // Deleting a flow sets run_id null on its receipts: the index keeps that cheap.
+  (t) => [index("flow_message_receipts_run_idx").on(t.runId)],
 );

@@ -1,0 +1,1 @@
+CREATE INDEX "flow_message_receipts_run_idx" ON "flow_message_receipts" USING btree ("run_id");
