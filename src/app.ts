@@ -17,9 +17,11 @@ import { registerFlowRoutes } from "./flows/routes.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
+import { registerInboxRoutes } from "./inbox/routes.js";
 import { loggerOptions } from "./logging.js";
 import { createTokenCipher, type TokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
+import { registerWebhookRoutes } from "./messaging/webhook.js";
 import { createGraphClient, type GraphClient } from "./upstream/graph.js";
 
 declare module "fastify" {
@@ -168,6 +170,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerAuthProxy(app, auth, config.publicUrl);
   registerTenancyRoutes(app, deps);
+  registerWebhookRoutes(app, deps);
+  registerInboxRoutes(app, deps);
   registerFlowRoutes(app, deps);
   registerReactionRoutes(app, deps);
 

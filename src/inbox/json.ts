@@ -1,0 +1,57 @@
+import type { contacts, conversations, messages } from "../db/schema/index.js";
+
+type MessageRow = typeof messages.$inferSelect;
+type ContactRow = typeof contacts.$inferSelect;
+type ConversationRow = typeof conversations.$inferSelect;
+
+export interface ReactionJson {
+  actor_type: "agent" | "customer";
+  actor_id: string;
+  emoji: string;
+}
+
+/**
+ * A stored message as the API shows it. `reactions` is present when the caller
+ * loaded them (the conversation's message list does; a conversation's last
+ * message does not).
+ */
+export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]) {
+  return {
+    id: m.id,
+    conversation_id: m.conversationId,
+    message_id: m.messageId,
+    direction: m.direction,
+    sender_type: m.senderType,
+    sender_user_id: m.senderUserId,
+    type: m.type,
+    text: m.text,
+    interactive: m.interactive,
+    media: m.media,
+    payload: m.payload,
+    context_message_id: m.contextMessageId,
+    status: m.status,
+    error: m.error,
+    upstream_timestamp: m.upstreamTimestamp,
+    created_at: m.createdAt,
+    updated_at: m.updatedAt,
+    ...(reactions ? { reactions } : {}),
+  };
+}
+
+export const toContactJson = (c: ContactRow) => ({
+  id: c.id,
+  wa_id: c.waId,
+  name: c.name,
+  phone: c.phone,
+  tags: c.tags,
+});
+
+export const toConversationJson = (c: ConversationRow, contact: ContactRow, last: MessageRow | null) => ({
+  id: c.id,
+  status: c.status,
+  assigned_to: c.assignedTo,
+  last_message_at: c.lastMessageAt,
+  created_at: c.createdAt,
+  contact: toContactJson(contact),
+  last_message: last ? toMessageJson(last) : null,
+});

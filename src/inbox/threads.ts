@@ -1,0 +1,77 @@
+import { eq, sql } from "drizzle-orm";
+import type { DbOrTx } from "../db/client.js";
+import { contacts, conversations } from "../db/schema/index.js";
+import { toUpstreamPhone } from "../upstream/graph.js";
+
+let lastMessageMs = 0;
+
+/**
+ * Creation time for a new message row: the clock, nudged forward so that rows
+ * written by this process within one millisecond (a batch of a hundred
+ * messages, say) still list in the order they were stored.
+ */
+export function nextMessageTime(now: Date): Date {
+  lastMessageMs = Math.max(now.getTime(), lastMessageMs + 1);
+  return new Date(lastMessageMs);
+}
+
+/**
+ * The contact for a WhatsApp id and its conversation, created when missing.
+ * A newer profile name replaces the stored one. Both upserts lock their row
+ * until the transaction ends, so concurrent writers to one conversation take
+ * turns.
+ */
+export async function upsertThread(
+  tx: DbOrTx,
+  input: { accountId: string; waId: string; name: string | null; now: Date },
+): Promise<{ contactId: string; conversationId: string }> {
+  const [contact] = await tx
+    .insert(contacts)
+    .values({
+      accountId: input.accountId,
+      waId: input.waId,
+      name: input.name,
+      phone: toUpstreamPhone(input.waId),
+    })
+    .onConflictDoUpdate({
+      target: [contacts.accountId, contacts.waId],
+      set: {
+        name: sql`coalesce(excluded.name, ${contacts.name})`,
+        updatedAt: input.now,
+      },
+    })
+    .returning({ id: contacts.id });
+  if (!contact) throw new Error("contact upsert returned nothing");
+  const [conversation] = await tx
+    .insert(conversations)
+    .values({ accountId: input.accountId, contactId: contact.id, lastMessageAt: input.now })
+    .onConflictDoUpdate({
+      target: conversations.contactId,
+      set: { updatedAt: sql`${conversations.updatedAt}` },
+    })
+    .returning({ id: conversations.id });
+  if (!conversation) throw new Error("conversation upsert returned nothing");
+  return { contactId: contact.id, conversationId: conversation.id };
+}
+
+/**
+ * Records activity on a conversation: the inbox lists by last_message_at. A
+ * customer writing again reopens a closed conversation.
+ */
+export async function touchConversation(
+  tx: DbOrTx,
+  input: { conversationId: string; at: Date; reopen: boolean; now: Date },
+) {
+  await tx
+    .update(conversations)
+    .set({
+      lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${input.at.toISOString()}::timestamptz)`,
+      ...(input.reopen
+        ? {
+            status: sql`case when ${conversations.status} = 'closed' then 'open' else ${conversations.status} end`,
+          }
+        : {}),
+      updatedAt: input.now,
+    })
+    .where(eq(conversations.id, input.conversationId));
+}

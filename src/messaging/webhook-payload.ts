@@ -1,0 +1,261 @@
+/**
+ * Reads a Meta webhook batch (`{ object, entry: [{ id, changes: [{ field, value }] }] }`)
+ * into plain records. Pure: no database, no clock. Whatever does not have the
+ * shape Meta documents is skipped with a note saying where and why, so that a
+ * malformed part never costs the valid parts beside it.
+ */
+
+export const MEDIA_TYPES = ["image", "video", "audio", "document", "sticker"] as const;
+export const UPSTREAM_STATUSES = ["sent", "delivered", "read", "failed"] as const;
+export type UpstreamStatus = (typeof UPSTREAM_STATUSES)[number];
+
+export interface InteractiveReply {
+  type: "button_reply" | "list_reply" | "button";
+  id: string;
+  title: string;
+  description?: string;
+}
+
+export interface InboundMessage {
+  kind: "message";
+  upstreamId: string;
+  from: string;
+  /** The stored type: text, interactive, button, a media type, or `unsupported`. */
+  type: string;
+  text: string | null;
+  interactive: InteractiveReply | null;
+  media: Record<string, string> | null;
+  /** For `unsupported`: the message as received, minus the envelope fields kept in columns. */
+  payload: Record<string, unknown> | null;
+  contextMessageId: string | null;
+  timestamp: Date | null;
+}
+
+export interface InboundReaction {
+  kind: "reaction";
+  upstreamId: string;
+  from: string;
+  targetMessageId: string;
+  /** Null when the customer removed their reaction. */
+  emoji: string | null;
+  timestamp: Date | null;
+}
+
+export interface StatusUpdate {
+  upstreamId: string;
+  status: UpstreamStatus;
+  /** Meta's first error for a failed message: { code, title, message, details }. */
+  error: Record<string, unknown> | null;
+  timestamp: Date | null;
+}
+
+export interface WebhookChange {
+  /** Where the change sits in the batch, for logs: `entry[0].changes[1]`. */
+  at: string;
+  phoneNumberId: string;
+  /** wa_id -> profile name, from `value.contacts`. */
+  profiles: Map<string, string>;
+  items: Array<InboundMessage | InboundReaction>;
+  statuses: StatusUpdate[];
+}
+
+export interface WebhookBatch {
+  changes: WebhookChange[];
+  /** One line per skipped part: where, and why. */
+  problems: string[];
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+const nonEmpty = (value: unknown): value is string => typeof value === "string" && value !== "";
+const str = (value: unknown) => (typeof value === "string" ? value : null);
+
+export function readWebhookBatch(body: unknown): WebhookBatch {
+  const batch: WebhookBatch = { changes: [], problems: [] };
+  const root = cleanStrings(body);
+  if (!isObject(root) || !Array.isArray(root.entry)) {
+    batch.problems.push("body: no entry array");
+    return batch;
+  }
+  root.entry.forEach((entry, e) => {
+    if (!isObject(entry) || !Array.isArray(entry.changes)) {
+      batch.problems.push(`entry[${e}]: no changes array`);
+      return;
+    }
+    entry.changes.forEach((change, c) => {
+      const at = `entry[${e}].changes[${c}]`;
+      const read = readChange(change, at, batch.problems);
+      if (read) batch.changes.push(read);
+    });
+  });
+  return batch;
+}
+
+function readChange(change: unknown, at: string, problems: string[]): WebhookChange | null {
+  if (!isObject(change) || !isObject(change.value)) {
+    problems.push(`${at}: no value object`);
+    return null;
+  }
+  // Other fields (account updates, group events...) carry nothing the inbox stores.
+  if (change.field !== undefined && change.field !== "messages") return null;
+  const value = change.value;
+  const phoneNumberId = isObject(value.metadata) ? value.metadata.phone_number_id : undefined;
+  if (!nonEmpty(phoneNumberId)) {
+    problems.push(`${at}: no metadata.phone_number_id`);
+    return null;
+  }
+
+  const profiles = new Map<string, string>();
+  for (const contact of Array.isArray(value.contacts) ? value.contacts : []) {
+    if (!isObject(contact) || !nonEmpty(contact.wa_id)) continue;
+    const name = isObject(contact.profile) ? contact.profile.name : undefined;
+    if (nonEmpty(name)) profiles.set(contact.wa_id, name);
+  }
+
+  const items: WebhookChange["items"] = [];
+  listOf(value, "messages", at, problems).forEach((message, i) => {
+    const item = readMessage(message);
+    if (typeof item === "string") problems.push(`${at}.value.messages[${i}]: ${item}`);
+    else items.push(item);
+  });
+
+  const statuses: StatusUpdate[] = [];
+  listOf(value, "statuses", at, problems).forEach((status, i) => {
+    const update = readStatus(status);
+    if (typeof update === "string") problems.push(`${at}.value.statuses[${i}]: ${update}`);
+    else statuses.push(update);
+  });
+
+  return { at, phoneNumberId, profiles, items, statuses };
+}
+
+function listOf(value: Json, key: string, at: string, problems: string[]): unknown[] {
+  const list = value[key];
+  if (list === undefined) return [];
+  if (Array.isArray(list)) return list;
+  problems.push(`${at}.value.${key}: not an array`);
+  return [];
+}
+
+/** A message or reaction, or the reason it was skipped. */
+function readMessage(message: unknown): InboundMessage | InboundReaction | string {
+  if (!isObject(message)) return "not an object";
+  if (!nonEmpty(message.id)) return "no id";
+  if (!nonEmpty(message.from)) return "no from";
+  const upstreamId = message.id;
+  const from = message.from;
+  const timestamp = readTimestamp(message.timestamp);
+
+  if (message.type === "reaction") {
+    const reaction = message.reaction;
+    if (!isObject(reaction) || !nonEmpty(reaction.message_id)) return "reaction without message_id";
+    const emoji = nonEmpty(reaction.emoji) ? reaction.emoji : null;
+    return { kind: "reaction", upstreamId, from, targetMessageId: reaction.message_id, emoji, timestamp };
+  }
+
+  const base = {
+    kind: "message" as const,
+    upstreamId,
+    from,
+    text: null,
+    interactive: null,
+    media: null,
+    payload: null,
+    contextMessageId: isObject(message.context) ? str(message.context.id) : null,
+    timestamp,
+  };
+  const modelled = readContent(message);
+  if (modelled) return { ...base, ...modelled };
+
+  // Kept whole (minus what the columns hold) so nothing the customer sent is lost.
+  const { id: _id, from: _from, timestamp: _timestamp, context: _context, ...rest } = message;
+  return { ...base, type: "unsupported", payload: rest };
+}
+
+type Content = Pick<InboundMessage, "type" | "text" | "interactive" | "media">;
+
+function readContent(message: Json): Content | null {
+  const type = message.type;
+  if (type === "text") {
+    const body = isObject(message.text) ? message.text.body : undefined;
+    return typeof body === "string" ? { type, text: body, interactive: null, media: null } : null;
+  }
+  if (type === "interactive" && isObject(message.interactive)) {
+    const kind = message.interactive.type;
+    if (kind !== "button_reply" && kind !== "list_reply") return null;
+    const reply = message.interactive[kind];
+    if (!isObject(reply) || !nonEmpty(reply.id) || typeof reply.title !== "string") return null;
+    const interactive: InteractiveReply = { type: kind, id: reply.id, title: reply.title };
+    if (typeof reply.description === "string") interactive.description = reply.description;
+    return { type, text: reply.title, interactive, media: null };
+  }
+  // A quick-reply button of a template message.
+  if (type === "button" && isObject(message.button)) {
+    const { payload, text } = message.button;
+    if (!nonEmpty(payload) || typeof text !== "string") return null;
+    return { type, text, interactive: { type: "button", id: payload, title: text }, media: null };
+  }
+  if (MEDIA_TYPES.includes(type as (typeof MEDIA_TYPES)[number])) {
+    const body = message[type as string];
+    if (!isObject(body) || !nonEmpty(body.id)) return null;
+    const media: Record<string, string> = {};
+    for (const key of ["id", "mime_type", "sha256", "caption", "filename"]) {
+      const value = body[key];
+      if (typeof value === "string") media[key] = value;
+    }
+    return { type: type as string, text: null, interactive: null, media };
+  }
+  return null;
+}
+
+function readStatus(status: unknown): StatusUpdate | string {
+  if (!isObject(status)) return "not an object";
+  if (!nonEmpty(status.id)) return "no id";
+  if (!UPSTREAM_STATUSES.includes(status.status as UpstreamStatus)) {
+    return `unknown status ${JSON.stringify(status.status)}`;
+  }
+  const first = Array.isArray(status.errors) ? status.errors[0] : undefined;
+  let error: Record<string, unknown> | null = null;
+  if (isObject(first)) {
+    const details = isObject(first.error_data) ? str(first.error_data.details) : null;
+    error = {
+      code: typeof first.code === "number" ? first.code : null,
+      title: str(first.title),
+      message: str(first.message) ?? str(first.title),
+      details,
+    };
+  }
+  return {
+    upstreamId: status.id,
+    status: status.status as UpstreamStatus,
+    error,
+    timestamp: readTimestamp(status.timestamp),
+  };
+}
+
+/** Unix seconds, as Meta sends them (a string); anything else is no timestamp. */
+export function readTimestamp(value: unknown): Date | null {
+  const text = typeof value === "number" ? String(value) : value;
+  if (typeof text !== "string" || !/^\d{1,11}$/.test(text)) return null;
+  return new Date(Number(text) * 1000);
+}
+
+// NUL and unpaired surrogates are valid in JSON but PostgreSQL rejects them in
+// text and jsonb; one such character must not make a change unstorable.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the character to replace.
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+export function cleanStrings(value: unknown): unknown {
+  if (typeof value === "string") return value.replace(UNSTORABLE, "\uFFFD");
+  if (Array.isArray(value)) return value.map(cleanStrings);
+  if (isObject(value)) {
+    const out: Json = {};
+    for (const [key, inner] of Object.entries(value)) {
+      if (key !== "__proto__") out[cleanStrings(key) as string] = cleanStrings(inner);
+    }
+    return out;
+  }
+  return value;
+}
