@@ -115,6 +115,7 @@ function redisStore(app: FastifyInstance, url: string): RedisStore {
   if (existing) return existing;
 
   const client = new Redis(url, {
+    connectionName: "wa-inbox-rate-limit",
     // Never queue or retry a command while disconnected: the request falls
     // back to memory at once instead of waiting for Redis to return.
     enableOfflineQueue: false,
