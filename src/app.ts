@@ -19,6 +19,7 @@ import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { loggerOptions } from "./logging.js";
+import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher, type TokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
@@ -170,6 +171,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerAuthProxy(app, auth, config.publicUrl);
   registerTenancyRoutes(app, deps);
+  registerMessagingConfigRoutes(app, deps);
   registerWebhookRoutes(app, deps);
   registerInboxRoutes(app, deps);
   registerFlowRoutes(app, deps);
