@@ -1,0 +1,283 @@
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { conversations, messageReactions, messages } from "../../src/db/schema/index.js";
+import { insertContact, insertMessage } from "../helpers/fixtures.js";
+import { addMember, createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+let clock = Date.parse("2025-01-01T00:00:00Z");
+
+/** A stored message; each one a second after the previous, so that order never depends on timing. */
+async function message(input: Parameters<typeof insertMessage>[1]) {
+  const row = await insertMessage(t, input);
+  clock += 1000;
+  const [updated] = await t.database.db
+    .update(messages)
+    .set({ createdAt: new Date(clock) })
+    .where(eq(messages.id, row.id))
+    .returning();
+  return updated!;
+}
+
+const get = (url: string, headers: Record<string, string>) => t.app.inject({ url, headers });
+
+/** A conversation whose last activity is `at`. */
+async function conversationAt(accountId: string, at: string, name: string) {
+  const { contact, conversation } = await insertContact(t, { accountId, name });
+  await t.database.db
+    .update(conversations)
+    .set({ lastMessageAt: new Date(at) })
+    .where(eq(conversations.id, conversation.id));
+  return { contact, conversation };
+}
+
+describe("authentication and visibility", () => {
+  const routes = (id: string) => [
+    { method: "GET" as const, url: "/api/conversations" },
+    { method: "GET" as const, url: `/api/conversations/${id}/messages` },
+    { method: "POST" as const, url: `/api/conversations/${id}/messages`, payload: { text: "hi" } },
+  ];
+
+  it("answers 401 without a session and 403 without an account", async () => {
+    const { accountId } = await signUpWithAccount(t.app);
+    const { conversation } = await insertContact(t, { accountId });
+    const loner = await signUp(t.app);
+    for (const route of routes(conversation.id)) {
+      const anonymous = await t.app.inject(route);
+      expect(anonymous.statusCode).toBe(401);
+      expect(anonymous.json()).toEqual({ error: "Unauthorized" });
+      const noAccount = await t.app.inject({ ...route, headers: loner.headers });
+      expect(noAccount.statusCode).toBe(403);
+    }
+  });
+
+  it.each([
+    ["another account's conversation", "other"],
+    ["an unknown id", "00000000-0000-4000-8000-000000000000"],
+    ["a malformed id", "not-a-uuid"],
+  ])("answers 404 for %s", async (_name, which) => {
+    const me = await signUpWithAccount(t.app);
+    const other = await signUpWithAccount(t.app);
+    const { conversation } = await insertContact(t, { accountId: other.accountId });
+    const id = which === "other" ? conversation.id : which;
+    for (const route of routes(id).slice(1)) {
+      const response = await t.app.inject({ ...route, headers: me.user.headers });
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toEqual({ error: "Not found" });
+    }
+  });
+
+  it("shows teammates the same inbox, and nobody else's", async () => {
+    const owner = await signUpWithAccount(t.app);
+    const teammate = await addMember(t.app, owner.user);
+    const stranger = await signUpWithAccount(t.app);
+    const { conversation } = await insertContact(t, { accountId: owner.accountId, name: "Ana" });
+    await message({ accountId: owner.accountId, conversationId: conversation.id, text: "Hola" });
+
+    const seen = await get("/api/conversations", teammate.headers);
+    expect(seen.json().conversations.map((c: { id: string }) => c.id)).toEqual([conversation.id]);
+    const messages = await get(`/api/conversations/${conversation.id}/messages`, teammate.headers);
+    expect(messages.json().messages.map((m: { text: string }) => m.text)).toEqual(["Hola"]);
+    expect((await get("/api/conversations", stranger.user.headers)).json()).toEqual({
+      conversations: [],
+      next_cursor: null,
+    });
+  });
+});
+
+describe("GET /api/conversations", () => {
+  it("lists the most recent activity first, with the contact and the last message", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const older = await conversationAt(accountId, "2025-01-01T10:00:00Z", "Older");
+    const newer = await conversationAt(accountId, "2025-01-02T10:00:00Z", "Newer");
+    const empty = await conversationAt(accountId, "2024-12-31T10:00:00Z", "Empty");
+    await message({ accountId, conversationId: newer.conversation.id, text: "first" });
+    const last = await message({
+      accountId,
+      conversationId: newer.conversation.id,
+      direction: "outbound",
+      text: "our answer",
+    });
+
+    const response = await get("/api/conversations", user.headers);
+    expect(response.statusCode).toBe(200);
+    const body = response.json();
+    expect(body.next_cursor).toBeNull();
+    expect(body.conversations.map((c: { contact: { name: string } }) => c.contact.name)).toEqual([
+      "Newer",
+      "Older",
+      "Empty",
+    ]);
+    expect(body.conversations[0]).toEqual({
+      id: newer.conversation.id,
+      status: "open",
+      assigned_to: null,
+      last_message_at: "2025-01-02T10:00:00.000Z",
+      created_at: expect.any(String),
+      contact: {
+        id: newer.contact.id,
+        wa_id: newer.contact.waId,
+        name: "Newer",
+        phone: newer.contact.phone,
+        tags: [],
+      },
+      last_message: expect.objectContaining({
+        id: last.id,
+        message_id: last.messageId,
+        direction: "outbound",
+        sender_type: "agent",
+        text: "our answer",
+        status: "sent",
+      }),
+    });
+    expect(body.conversations[0].last_message).not.toHaveProperty("reactions");
+    expect(body.conversations[1].id).toBe(older.conversation.id);
+    expect(body.conversations[2]).toMatchObject({ id: empty.conversation.id, last_message: null });
+  });
+
+  it("pages with limit and an opaque cursor, without gaps or repeats, also across equal timestamps", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      // Three share one timestamp: the id breaks the tie.
+      const at = i < 3 ? "2025-03-01T00:00:00Z" : `2025-03-0${i}T00:00:00Z`;
+      ids.push((await conversationAt(accountId, at, `c${i}`)).conversation.id);
+    }
+    const full = (await get("/api/conversations", user.headers))
+      .json()
+      .conversations.map((c: { id: string }) => c.id);
+    expect([...full].sort()).toEqual([...ids].sort());
+
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor ? `limit=2&cursor=${encodeURIComponent(cursor)}` : "limit=2";
+      const page = await get(`/api/conversations?${query}`, user.headers);
+      expect(page.statusCode).toBe(200);
+      const body = page.json();
+      sizes.push(body.conversations.length);
+      seen.push(...body.conversations.map((c: { id: string }) => c.id));
+      cursor = body.next_cursor;
+    } while (cursor);
+    expect(sizes).toEqual([2, 2, 1]);
+    expect(seen).toEqual(full);
+  });
+
+  it.each([
+    ["limit=0", /limit/],
+    ["limit=201", /limit/],
+    ["limit=abc", /limit/],
+    ["limit=1.5", /limit/],
+    ["cursor=garbage", /cursor/],
+    [`cursor=${Buffer.from('["yesterday","x"]').toString("base64url")}`, /cursor/],
+  ])("answers 400 to %s", async (query, message) => {
+    const { user } = await signUpWithAccount(t.app);
+    const response = await get(`/api/conversations?${query}`, user.headers);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toMatch(message);
+  });
+
+  it("defaults to 50 per page and allows 200", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    for (let i = 0; i < 51; i++) await insertContact(t, { accountId });
+    const first = (await get("/api/conversations", user.headers)).json();
+    expect(first.conversations).toHaveLength(50);
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const all = (await get("/api/conversations?limit=200", user.headers)).json();
+    expect(all.conversations).toHaveLength(51);
+    expect(all.next_cursor).toBeNull();
+  });
+});
+
+describe("GET /api/conversations/:id/messages", () => {
+  it("lists oldest first with each message's reactions from agents and the customer", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const { contact, conversation } = await insertContact(t, { accountId });
+    const question = await message({ accountId, conversationId: conversation.id, text: "Open today?" });
+    const answer = await message({
+      accountId,
+      conversationId: conversation.id,
+      direction: "outbound",
+      text: "Until 6 pm",
+    });
+    await t.database.db.insert(messageReactions).values([
+      {
+        accountId,
+        messageId: question.id,
+        conversationId: conversation.id,
+        actorType: "agent",
+        actorId: user.id,
+        emoji: "👀",
+      },
+      {
+        accountId,
+        messageId: answer.id,
+        conversationId: conversation.id,
+        actorType: "customer",
+        actorId: contact.id,
+        emoji: "🙏",
+      },
+    ]);
+
+    const response = await get(`/api/conversations/${conversation.id}/messages`, user.headers);
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({
+      messages: [
+        {
+          id: question.id,
+          conversation_id: conversation.id,
+          message_id: question.messageId,
+          direction: "inbound",
+          sender_type: "customer",
+          sender_user_id: null,
+          type: "text",
+          text: "Open today?",
+          interactive: null,
+          media: null,
+          payload: null,
+          context_message_id: null,
+          status: "received",
+          error: null,
+          upstream_timestamp: null,
+          created_at: expect.any(String),
+          updated_at: expect.any(String),
+          reactions: [{ actor_type: "agent", actor_id: user.id, emoji: "👀" }],
+        },
+        expect.objectContaining({
+          id: answer.id,
+          text: "Until 6 pm",
+          reactions: [{ actor_type: "customer", actor_id: contact.id, emoji: "🙏" }],
+        }),
+      ],
+      next_cursor: null,
+    });
+  });
+
+  it("pages through a conversation in order", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const { conversation } = await insertContact(t, { accountId });
+    const texts = ["a", "b", "c", "d", "e"];
+    for (const text of texts) await message({ accountId, conversationId: conversation.id, text });
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = cursor ? `limit=2&cursor=${encodeURIComponent(cursor)}` : "limit=2";
+      const body = (
+        await get(`/api/conversations/${conversation.id}/messages?${query}`, user.headers)
+      ).json();
+      seen.push(...body.messages.map((m: { text: string }) => m.text));
+      cursor = body.next_cursor;
+      pages += 1;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(texts);
+  });
+});
