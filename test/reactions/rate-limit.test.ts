@@ -147,6 +147,7 @@ async function startRelay(targetPort: number) {
       for (const s of sockets) s.destroy();
       await closed;
     },
+    restore: () => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve)),
   };
 }
 
@@ -256,7 +257,17 @@ describe.skipIf(!redisUp)("reaction rate limit (Redis store on 127.0.0.1:6379)",
       expect(await probe.get(`wa-inbox:rl:react:${user.id}`)).toBe("2");
       expect(t.logs()).toContain("Redis rate-limit store unavailable");
       expect(t.logs()).not.toContain(relay.url);
+
+      // Redis returns: counting is shared again, in Redis, and the log says so.
+      await relay.restore();
+      await expect
+        .poll(() => t.logs().includes("Redis rate-limit store is back"), { timeout: 8000 })
+        .toBe(true);
+      const limited = await react(t, user);
+      expect(limited.statusCode).toBe(400);
+      expect(await probe.get(`wa-inbox:rl:react:${user.id}`)).toBe("3");
     } finally {
+      await relay.cut();
       await t.close();
     }
   });

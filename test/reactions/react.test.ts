@@ -250,6 +250,18 @@ describe("POST /api/messaging/react: checks in the spec's order", () => {
   });
 });
 
+it("documents the endpoint in the OpenAPI description", async () => {
+  const response = await t.app.inject({ url: "/api/openapi.json" });
+  const operation = response.json().paths["/api/messaging/react"]?.post;
+  expect(operation?.requestBody?.content?.["application/json"]?.schema?.required).toEqual([
+    "message_id",
+    "emoji",
+  ]);
+  expect(Object.keys(operation?.responses ?? {})).toEqual(
+    expect.arrayContaining(["200", "400", "401", "403", "404", "429", "500", "502"]),
+  );
+});
+
 describe("POST /api/messaging/react: sending and mirroring", () => {
   it("sends the reaction upstream to the contact's digits and stores the caller's agent row", async () => {
     const w = await world();
