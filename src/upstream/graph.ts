@@ -130,6 +130,9 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
   const base = `${options.baseUrl.replace(/\/$/, "")}/${options.version}`;
   const timeoutMs = options.timeoutMs ?? 10_000;
 
+  const timeoutError = (status?: number) =>
+    new GraphApiError(`Upstream did not answer within ${timeoutMs / 1000} s`, { kind: "timeout", status });
+
   async function call(method: "GET" | "POST", path: string, accessToken: string, body?: unknown) {
     let response: Response;
     try {
@@ -144,17 +147,16 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      const name = (error as { name?: string }).name;
-      if (name === "TimeoutError" || name === "AbortError") {
-        throw new GraphApiError(`Upstream did not answer within ${timeoutMs / 1000} s`, { kind: "timeout" });
-      }
+      if (isTimeout(error)) throw timeoutError();
       throw new GraphApiError("Could not reach the upstream messaging platform", { kind: "network" });
     }
 
     let text: string;
     try {
       text = await response.text();
-    } catch {
+    } catch (error) {
+      // The timeout covers the whole answer: a body that stalls is a timeout too.
+      if (isTimeout(error)) throw timeoutError(response.status);
       throw new GraphApiError("The upstream connection closed before the answer was complete", {
         kind: "network",
         status: response.status,
@@ -238,6 +240,11 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       return { messageId: first.id, waId: typeof contact?.wa_id === "string" ? contact.wa_id : undefined };
     },
   };
+}
+
+function isTimeout(error: unknown): boolean {
+  const name = (error as { name?: string } | null)?.name;
+  return name === "TimeoutError" || name === "AbortError";
 }
 
 function expectSuccess(json: Record<string, unknown>) {
