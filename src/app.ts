@@ -14,6 +14,7 @@ import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import { type AppEvents, createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
+import { registerRunner } from "./flows/runner/index.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
@@ -175,6 +176,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerWebhookRoutes(app, deps);
   registerInboxRoutes(app, deps);
   registerFlowRoutes(app, deps);
+  registerRunner(app, deps);
   registerReactionRoutes(app, deps);
 
   return app;

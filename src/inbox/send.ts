@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import type { AppDeps } from "../app.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
-import { GraphApiError, toUpstreamPhone } from "../upstream/graph.js";
+import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";
 import { nextMessageTime, touchConversation } from "./threads.js";
 
@@ -10,15 +10,21 @@ import { nextMessageTime, touchConversation } from "./threads.js";
  * An agent's text reply. The message is stored (pending) before the upstream
  * call, so that a send that fails or times out still shows in the
  * conversation, as `failed` with the upstream error.
+ *
+ * The flow runner sends its bot messages through here too: `sender: "bot"`
+ * (no user) and, for buttons, lists and media, the `outbound` message to send
+ * (stored as the message's payload, `text` being what the inbox shows).
  */
 export async function sendAgentText(
   deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
   input: {
     accountId: string;
-    userId: string;
+    userId: string | null;
     conversationId: string;
     contactPhone: string | null;
     text: string;
+    sender?: "agent" | "bot";
+    outbound?: OutboundMessage;
   },
 ) {
   const { db } = deps;
@@ -44,10 +50,11 @@ export async function sendAgentText(
         accountId: input.accountId,
         conversationId: input.conversationId,
         direction: "outbound",
-        senderType: "agent",
+        senderType: input.sender ?? "agent",
         senderUserId: input.userId,
-        type: "text",
+        type: input.outbound?.type ?? "text",
         text: input.text,
+        payload: input.outbound && input.outbound.type !== "text" ? input.outbound : null,
         status: "pending",
         createdAt,
         updatedAt: createdAt,
@@ -72,10 +79,12 @@ export async function sendAgentText(
   };
   let sent: Awaited<ReturnType<typeof deps.graph.sendMessage>>;
   try {
-    sent = await deps.graph.sendMessage(token, config.phoneNumberId, to, {
-      type: "text",
-      text: { body: input.text },
-    });
+    sent = await deps.graph.sendMessage(
+      token,
+      config.phoneNumberId,
+      to,
+      input.outbound ?? { type: "text", text: { body: input.text } },
+    );
   } catch (error) {
     if (!(error instanceof GraphApiError)) {
       await store({ status: "failed", error: { message: "The message could not be sent" } });

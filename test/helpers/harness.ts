@@ -64,6 +64,10 @@ export async function createTestApp(
     databaseUrl?: string;
     /** Upstream call timeout; tests that inject slow upstream answers shorten it. */
     upstreamTimeoutMs?: number;
+    /** The app's clock (deps.now), for tests that move time. */
+    now?: () => Date;
+    /** Session cache lifetime (the app's default is 5 s). */
+    sessionCacheTtlMs?: number;
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -82,7 +86,13 @@ export async function createTestApp(
         }),
       )
     : pino({ level: "silent" });
-  const app = await buildApp({ config, database, logger, upstreamTimeoutMs: options.upstreamTimeoutMs });
+  const app = await buildApp({
+    config,
+    database,
+    logger,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+    now: options.now,
+  });
   await app.ready();
   return {
     app,

@@ -1,0 +1,425 @@
+import { and, eq, sql } from "drizzle-orm";
+import type { AppDeps } from "../../app.js";
+import type { Db } from "../../db/client.js";
+import { contacts, conversations, flowNodes, type flows, profiles } from "../../db/schema/index.js";
+import { isUuid } from "../../http/ids.js";
+import { resolveFallbackPolicy } from "../triggers.js";
+import { buildNodeMessage, replyChoices } from "./outbound.js";
+import { type ContactFacts, checkInput, evaluateCondition, renderText } from "./rules.js";
+import { sendBotMessage } from "./send.js";
+import {
+  addRunEvent,
+  endActiveRun,
+  type RunEventType,
+  RunGone,
+  type RunRow,
+  type RunStatus,
+  updateActiveRun,
+} from "./store.js";
+
+/**
+ * Moves one run through its graph: from a node until the run waits for the
+ * customer (buttons, list, input) or ends, and from a customer's reply at the
+ * node it waits on. Runs on the connection holding the contact's lock.
+ */
+
+/** Nodes one advance may enter; the 65th ends the run `failed` (reason step_limit). */
+export const MAX_STEPS_PER_ADVANCE = 64;
+
+export type RunnerDeps = Pick<AppDeps, "db" | "pool" | "cipher" | "graph" | "now">;
+export type FlowRow = typeof flows.$inferSelect;
+
+export interface RunContext {
+  db: Db;
+  deps: RunnerDeps;
+  flow: FlowRow;
+  run: RunRow;
+  contact: ContactFacts & { id: string };
+  steps: number;
+}
+
+/** The customer message a waiting run is offered. */
+export interface InboundInput {
+  id: string;
+  type: string;
+  text: string | null;
+  interactive: Record<string, unknown> | null;
+}
+
+const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+export async function loadContact(db: Db, accountId: string, contactId: string) {
+  const [row] = await db
+    .select()
+    .from(contacts)
+    .where(and(eq(contacts.id, contactId), eq(contacts.accountId, accountId)));
+  return row ? { id: row.id, name: row.name, phone: row.phone, waId: row.waId, tags: row.tags } : null;
+}
+
+async function loadNode(ctx: RunContext, nodeKey: string) {
+  const [node] = await ctx.db
+    .select({ nodeType: flowNodes.nodeType, config: flowNodes.config })
+    .from(flowNodes)
+    .where(and(eq(flowNodes.flowId, ctx.flow.id), eq(flowNodes.nodeKey, nodeKey)));
+  return node ? { nodeType: node.nodeType, config: isObject(node.config) ? node.config : {} } : null;
+}
+
+const event = (
+  ctx: RunContext,
+  type: RunEventType,
+  nodeKey: string | null,
+  payload: Record<string, unknown> = {},
+) => addRunEvent(ctx.db, ctx.run, { type, nodeKey, payload, at: ctx.deps.now() });
+
+async function finish(
+  ctx: RunContext,
+  status: Exclude<RunStatus, "active">,
+  reason: string,
+  nodeKey: string | null,
+  payload: Record<string, unknown> = {},
+) {
+  const at = ctx.deps.now();
+  await endActiveRun(ctx.db, ctx.run.id, { status, reason, at });
+  ctx.run = { ...ctx.run, status, endReason: reason, endedAt: at, lastActivityAt: at };
+  if (status === "completed") await event(ctx, "completed", nodeKey, { reason, ...payload });
+  if (status === "failed") await event(ctx, "error", nodeKey, { reason, ...payload });
+}
+
+/** Ends the run `failed`, recording why in an `error` event. */
+export function failRun(
+  ctx: RunContext,
+  reason: string,
+  message: string,
+  nodeKey: string | null,
+  extra = {},
+) {
+  return finish(ctx, "failed", reason, nodeKey, { message, ...extra });
+}
+
+/**
+ * Starts walking at `startKey`: enters nodes one after the other until one
+ * waits for the customer or ends the run. `from` names the node whose edge led
+ * here, for the error when that edge is empty.
+ */
+export async function walk(ctx: RunContext, startKey: unknown, from: string | null): Promise<void> {
+  let key = startKey;
+  let previous = from;
+  for (;;) {
+    if (typeof key !== "string" || key === "") {
+      const where = previous === null ? "The flow has no entry node" : `Node "${previous}" has no next node`;
+      return failRun(ctx, "invalid_node", where, previous);
+    }
+    if (ctx.steps >= MAX_STEPS_PER_ADVANCE) {
+      return failRun(
+        ctx,
+        "step_limit",
+        `Stopped after ${MAX_STEPS_PER_ADVANCE} steps without waiting for the customer (a loop or a very long path)`,
+        key,
+      );
+    }
+    ctx.steps += 1;
+    const node = await loadNode(ctx, key);
+    if (!node) {
+      return failRun(ctx, "node_missing", `Node "${key}" does not exist (the flow was edited)`, key);
+    }
+    ctx.run = { ...ctx.run, currentNodeKey: key, lastActivityAt: ctx.deps.now() };
+    await updateActiveRun(ctx.db, ctx.run.id, {
+      currentNodeKey: key,
+      lastActivityAt: ctx.run.lastActivityAt,
+    });
+    await event(ctx, "node_entered", key, { node_type: node.nodeType });
+
+    const { config } = node;
+    previous = key;
+    switch (node.nodeType) {
+      case "start":
+        key = config.next_node_key;
+        continue;
+      case "send_message":
+      case "send_media":
+        if (!(await sendNode(ctx, key, node.nodeType, config))) return;
+        if (config.next_node_key === undefined || config.next_node_key === "") {
+          return finish(ctx, "completed", "end_of_path", key);
+        }
+        key = config.next_node_key;
+        continue;
+      case "send_buttons":
+      case "send_list":
+      case "collect_input":
+        await enterWaiting(ctx, key, node.nodeType, config, 0);
+        return;
+      case "condition": {
+        const result = evaluateCondition(config, ctx.run.vars, ctx.contact);
+        if (result === null) {
+          return failRun(
+            ctx,
+            "invalid_node",
+            `Condition "${key}" cannot be evaluated (check subject and operator)`,
+            key,
+          );
+        }
+        key = result ? config.true_next : config.false_next;
+        continue;
+      }
+      case "set_tag": {
+        const tag = typeof config.tag === "string" ? config.tag.trim() : "";
+        if (tag === "" || (config.mode !== "add" && config.mode !== "remove")) {
+          return failRun(ctx, "invalid_node", `set_tag "${key}" needs a tag and mode add or remove`, key);
+        }
+        await setTag(ctx, config.mode, tag);
+        key = config.next_node_key;
+        continue;
+      }
+      case "handoff":
+        return handOff(ctx, key, {
+          note: typeof config.note === "string" ? renderText(config.note, ctx.run.vars, ctx.contact) : null,
+          assignTo: config.assign_to,
+          reason: "handoff_node",
+        });
+      case "end":
+        return finish(ctx, "completed", "end_node", key);
+      default:
+        return failRun(ctx, "invalid_node", `Node "${key}" has the unknown type "${node.nodeType}"`, key);
+    }
+  }
+}
+
+/** Sends a node's message; false when the run ended because it could not be sent. */
+async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, config: Record<string, unknown>) {
+  const built = buildNodeMessage(nodeType, config, ctx.run.vars, ctx.contact);
+  if (!built.ok) {
+    await failRun(ctx, "invalid_node", `Node "${nodeKey}": ${built.problem}`, nodeKey);
+    return false;
+  }
+  const sent = await sendBotMessage(ctx.deps, {
+    accountId: ctx.run.accountId,
+    conversationId: ctx.run.conversationId,
+    contactPhone: ctx.contact.phone,
+    message: built.message,
+  });
+  if (!sent.ok) {
+    await failRun(ctx, "send_failed", sent.error.message, nodeKey, {
+      upstream: sent.error,
+      ...(sent.messageId ? { message_id: sent.messageId } : {}),
+    });
+    return false;
+  }
+  await event(ctx, "message_sent", nodeKey, {
+    message_id: sent.messageId,
+    upstream_message_id: sent.upstreamId,
+    type: built.message.outbound.type,
+  });
+  return true;
+}
+
+/** Sends the question of a waiting node and leaves the run waiting there. */
+async function enterWaiting(
+  ctx: RunContext,
+  nodeKey: string,
+  nodeType: string,
+  config: Record<string, unknown>,
+  repromptCount: number,
+) {
+  if (!(await sendNode(ctx, nodeKey, nodeType, config))) return;
+  ctx.run = { ...ctx.run, repromptCount, lastActivityAt: ctx.deps.now() };
+  await updateActiveRun(ctx.db, ctx.run.id, { repromptCount, lastActivityAt: ctx.run.lastActivityAt });
+}
+
+async function setTag(ctx: RunContext, mode: "add" | "remove", tag: string) {
+  const [row] = await ctx.db
+    .update(contacts)
+    .set({
+      tags:
+        mode === "add"
+          ? sql`case when ${tag} = any(${contacts.tags}) then ${contacts.tags} else array_append(${contacts.tags}, ${tag}) end`
+          : sql`array_remove(${contacts.tags}, ${tag})`,
+      updatedAt: ctx.deps.now(),
+    })
+    .where(and(eq(contacts.id, ctx.contact.id), eq(contacts.accountId, ctx.run.accountId)))
+    .returning({ tags: contacts.tags });
+  if (row) ctx.contact = { ...ctx.contact, tags: row.tags };
+}
+
+/**
+ * Ends the run `handed_off` and puts the conversation in the agents' queue:
+ * status pending, the note, and the assignee when assign_to is a member of the
+ * account (anyone else is ignored and noted in the event).
+ */
+async function handOff(
+  ctx: RunContext,
+  nodeKey: string,
+  input: { note: string | null; assignTo: unknown; reason: string },
+) {
+  let assignee: string | null = null;
+  if (input.assignTo !== undefined && input.assignTo !== null && input.assignTo !== "") {
+    if (isUuid(input.assignTo)) {
+      const [member] = await ctx.db
+        .select({ userId: profiles.userId })
+        .from(profiles)
+        .where(and(eq(profiles.userId, input.assignTo), eq(profiles.accountId, ctx.run.accountId)));
+      assignee = member?.userId ?? null;
+    }
+  }
+  await finish(ctx, "handed_off", input.reason, nodeKey);
+  if (ctx.run.conversationId) {
+    await ctx.db
+      .update(conversations)
+      .set({
+        status: "pending",
+        handoffNote: input.note,
+        ...(assignee ? { assignedTo: assignee } : {}),
+        updatedAt: ctx.deps.now(),
+      })
+      .where(
+        and(eq(conversations.id, ctx.run.conversationId), eq(conversations.accountId, ctx.run.accountId)),
+      );
+  }
+  await event(ctx, "handoff", nodeKey, {
+    reason: input.reason,
+    note: input.note,
+    assigned_to: assignee,
+    ...(assignee === null && input.assignTo ? { assign_to_ignored: "not a member of this account" } : {}),
+  });
+}
+
+type Answer = { next: unknown; payload: Record<string, unknown>; vars?: Record<string, unknown> };
+
+/** The answer a waiting node accepts from the message, or null when it is no answer to it. */
+function readAnswer(
+  nodeType: string,
+  config: Record<string, unknown>,
+  message: InboundInput,
+): Answer | null | string {
+  if (nodeType === "collect_input") {
+    if (message.type !== "text" || message.text === null) return null;
+    const checked = checkInput(message.text, config.validation, config.regex);
+    if ("invalidConfig" in checked) return checked.invalidConfig;
+    if (!checked.ok) return null;
+    const varKey = typeof config.var_key === "string" && config.var_key !== "" ? config.var_key : null;
+    if (!varKey) return "collect_input needs a var_key";
+    return {
+      next: config.next_node_key,
+      payload: { var_key: varKey, value: checked.value },
+      vars: { [varKey]: checked.value },
+    };
+  }
+  const replyId = message.interactive?.id;
+  if (typeof replyId !== "string") return null;
+  const choices = replyChoices(nodeType, config);
+  if (!choices.has(replyId)) return null;
+  return { next: choices.get(replyId), payload: { reply_id: replyId } };
+}
+
+/** Offers a customer message to the node the run waits on. */
+export async function answer(ctx: RunContext, message: InboundInput): Promise<"advanced" | "ignored"> {
+  const key = ctx.run.currentNodeKey;
+  const node = key ? await loadNode(ctx, key) : null;
+  if (!key || !node) {
+    await failRun(ctx, "node_missing", `Node "${key ?? ""}" does not exist (the flow was edited)`, key);
+    return "advanced";
+  }
+  if (!WAITING_NODES.has(node.nodeType)) {
+    await failRun(
+      ctx,
+      "invalid_node",
+      `Node "${key}" does not wait for an answer (the flow was edited)`,
+      key,
+    );
+    return "advanced";
+  }
+  const found = readAnswer(node.nodeType, node.config, message);
+  if (typeof found === "string") {
+    await failRun(ctx, "invalid_node", `Node "${key}": ${found}`, key);
+    return "advanced";
+  }
+  if (found) {
+    const vars = found.vars ? { ...ctx.run.vars, ...found.vars } : ctx.run.vars;
+    ctx.run = { ...ctx.run, vars, repromptCount: 0, lastActivityAt: ctx.deps.now() };
+    await updateActiveRun(ctx.db, ctx.run.id, {
+      vars,
+      repromptCount: 0,
+      lastActivityAt: ctx.run.lastActivityAt,
+    });
+    await event(ctx, "reply_received", key, { message_id: message.id, ...found.payload });
+    await walk(ctx, found.next, key);
+    return "advanced";
+  }
+  return applyFallback(ctx, key, node.nodeType, node.config, message);
+}
+
+async function applyFallback(
+  ctx: RunContext,
+  key: string,
+  nodeType: string,
+  config: Record<string, unknown>,
+  message: InboundInput,
+): Promise<"advanced" | "ignored"> {
+  const policy = resolveFallbackPolicy(ctx.flow.fallbackPolicy);
+  const base = { message_id: message.id };
+  const handoffNote = (why: string) =>
+    `Flow "${ctx.flow.name}" handed the conversation over: ${why} at step "${key}".`;
+  switch (policy.on_unknown_reply) {
+    case "ignore":
+      await event(ctx, "fallback_fired", key, { ...base, action: "ignore" });
+      return "ignored";
+    case "handoff":
+      await event(ctx, "fallback_fired", key, { ...base, action: "handoff" });
+      await handOff(ctx, key, {
+        note: handoffNote("the customer's answer was not one the flow expects"),
+        assignTo: undefined,
+        reason: "unknown_reply",
+      });
+      return "advanced";
+    default: {
+      if (ctx.run.repromptCount < policy.max_reprompts) {
+        const attempt = ctx.run.repromptCount + 1;
+        await event(ctx, "fallback_fired", key, {
+          ...base,
+          action: "reprompt",
+          attempt,
+          max_reprompts: policy.max_reprompts,
+        });
+        await enterWaiting(ctx, key, nodeType, config, attempt);
+        return "advanced";
+      }
+      await event(ctx, "fallback_fired", key, {
+        ...base,
+        action: policy.on_exhaust,
+        reason: "reprompts_exhausted",
+      });
+      if (policy.on_exhaust === "end") {
+        await finish(ctx, "completed", "reprompts_exhausted", key);
+      } else {
+        await handOff(ctx, key, {
+          note: handoffNote(`no valid answer after ${policy.max_reprompts} reprompts`),
+          assignTo: undefined,
+          reason: "reprompts_exhausted",
+        });
+      }
+      return "advanced";
+    }
+  }
+}
+
+/**
+ * Runs work on a run; a run that vanished (its flow was deleted) or ended
+ * under it is reported, and any other failure ends the run `failed` before it
+ * is rethrown, so no run is left half-advanced and active.
+ */
+export async function guardRun<T>(ctx: RunContext, work: () => Promise<T>): Promise<T | "run_gone"> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof RunGone) return "run_gone";
+    await failRun(
+      ctx,
+      "internal_error",
+      "The run stopped on an internal error",
+      ctx.run.currentNodeKey,
+    ).catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,147 @@
+import type { InteractiveBody, OutboundMessage } from "../../upstream/graph.js";
+import { type ContactFacts, renderText } from "./rules.js";
+
+/**
+ * Builds the WhatsApp message a sending node puts out, with its texts filled
+ * in. Configs of an active flow can still be edited into any shape (PUT only
+ * checks shapes), so every field is checked here: a problem comes back as a
+ * message naming the field, and the run ends `failed` with it.
+ */
+
+export interface BuiltMessage {
+  outbound: OutboundMessage;
+  /** What the inbox shows as the message's text. */
+  text: string;
+}
+
+export type Built = { ok: true; message: BuiltMessage } | { ok: false; problem: string };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+const nonEmpty = (value: unknown): value is string => typeof value === "string" && value.trim() !== "";
+
+export function buildNodeMessage(
+  nodeType: string,
+  config: Record<string, unknown>,
+  vars: Record<string, unknown>,
+  contact: ContactFacts,
+): Built {
+  const fill = (value: string) => renderText(value, vars, contact);
+  const optional = (value: unknown) => (nonEmpty(value) ? fill(value) : undefined);
+  const fail = (problem: string): Built => ({ ok: false, problem });
+  const text = (body: string): Built => ({
+    ok: true,
+    message: { outbound: { type: "text", text: { body } }, text: body },
+  });
+
+  switch (nodeType) {
+    case "send_message": {
+      if (!nonEmpty(config.text)) return fail("config.text must be a non-empty string");
+      return text(fill(config.text));
+    }
+    case "collect_input": {
+      if (!nonEmpty(config.prompt_text)) return fail("config.prompt_text must be a non-empty string");
+      return text(fill(config.prompt_text));
+    }
+    case "send_buttons": {
+      if (!nonEmpty(config.text)) return fail("config.text must be a non-empty string");
+      const buttons = Array.isArray(config.buttons) ? config.buttons : [];
+      if (buttons.length === 0) return fail("config.buttons must hold at least one button");
+      if (!buttons.every((b) => isObject(b) && nonEmpty(b.reply_id) && nonEmpty(b.title))) {
+        return fail("every button needs a reply_id and a title");
+      }
+      const body = fill(config.text);
+      const interactive: InteractiveBody = {
+        type: "button",
+        ...header(optional(config.header_text)),
+        body: { text: body },
+        ...footer(optional(config.footer_text)),
+        action: {
+          buttons: (buttons as Array<{ reply_id: string; title: string }>).map((b) => ({
+            type: "reply" as const,
+            reply: { id: b.reply_id, title: b.title },
+          })),
+        },
+      };
+      return { ok: true, message: { outbound: { type: "interactive", interactive }, text: body } };
+    }
+    case "send_list": {
+      if (!nonEmpty(config.text)) return fail("config.text must be a non-empty string");
+      if (!nonEmpty(config.button_label)) return fail("config.button_label must be a non-empty string");
+      const sections = Array.isArray(config.sections) ? config.sections : [];
+      const valid = sections.every(
+        (s) =>
+          isObject(s) &&
+          Array.isArray(s.rows) &&
+          s.rows.length > 0 &&
+          s.rows.every((r) => isObject(r) && nonEmpty(r.reply_id) && nonEmpty(r.title)),
+      );
+      if (sections.length === 0 || !valid)
+        return fail("config.sections must hold rows with a reply_id and a title");
+      const body = fill(config.text);
+      const interactive: InteractiveBody = {
+        type: "list",
+        ...header(optional(config.header_text)),
+        body: { text: body },
+        ...footer(optional(config.footer_text)),
+        action: {
+          button: config.button_label,
+          sections: (sections as Array<Record<string, unknown>>).map((s) => ({
+            ...(nonEmpty(s.title) ? { title: s.title } : {}),
+            rows: (s.rows as Array<Record<string, unknown>>).map((r) => ({
+              id: r.reply_id as string,
+              title: r.title as string,
+              ...(nonEmpty(r.description) ? { description: r.description } : {}),
+            })),
+          })),
+        },
+      };
+      return { ok: true, message: { outbound: { type: "interactive", interactive }, text: body } };
+    }
+    case "send_media": {
+      if (!nonEmpty(config.media_url)) return fail("config.media_url must be a non-empty string");
+      const caption = optional(config.caption);
+      const link = { link: config.media_url, ...(caption === undefined ? {} : { caption }) };
+      switch (config.media_type) {
+        case "image":
+          return { ok: true, message: { outbound: { type: "image", image: link }, text: caption ?? "" } };
+        case "video":
+          return { ok: true, message: { outbound: { type: "video", video: link }, text: caption ?? "" } };
+        case "document": {
+          const filename = optional(config.filename);
+          return {
+            ok: true,
+            message: {
+              outbound: { type: "document", document: { ...link, ...(filename ? { filename } : {}) } },
+              text: caption ?? "",
+            },
+          };
+        }
+        default:
+          return fail("config.media_type must be image, video or document");
+      }
+    }
+    default:
+      return fail(`${nodeType} nodes send nothing`);
+  }
+}
+
+const header = (text: string | undefined) => (text ? { header: { type: "text" as const, text } } : {});
+const footer = (text: string | undefined) => (text ? { footer: { text } } : {});
+
+/** The reply_id -> next_node_key choices a waiting buttons or list node offers. */
+export function replyChoices(nodeType: string, config: Record<string, unknown>): Map<string, unknown> {
+  const choices = new Map<string, unknown>();
+  const add = (option: unknown) => {
+    if (isObject(option) && typeof option.reply_id === "string" && !choices.has(option.reply_id)) {
+      choices.set(option.reply_id, option.next_node_key);
+    }
+  };
+  if (nodeType === "send_buttons" && Array.isArray(config.buttons)) config.buttons.forEach(add);
+  if (nodeType === "send_list" && Array.isArray(config.sections)) {
+    for (const section of config.sections) {
+      if (isObject(section) && Array.isArray(section.rows)) section.rows.forEach(add);
+    }
+  }
+  return choices;
+}

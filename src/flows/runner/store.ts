@@ -1,0 +1,139 @@
+import { and, eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/node-postgres";
+import type pg from "pg";
+import type { Db } from "../../db/client.js";
+import * as schema from "../../db/schema/index.js";
+import { flowRunEvents, flowRuns } from "../../db/schema/index.js";
+
+/**
+ * Writes of one run. Each is its own statement, guarded by `status = 'active'`,
+ * so the runner never holds a lock that a flow deletion (which cascades to its
+ * runs) or the timeout sweep would wait on: when the row has vanished or ended
+ * under it, the write throws RunGone and the advance stops there.
+ */
+
+export type RunRow = typeof flowRuns.$inferSelect;
+export type RunEventRow = typeof flowRunEvents.$inferSelect;
+export type RunStatus = RunRow["status"];
+
+export const RUN_EVENT_TYPES = [
+  "started",
+  "node_entered",
+  "message_sent",
+  "reply_received",
+  "fallback_fired",
+  "handoff",
+  "timeout",
+  "error",
+  "completed",
+] as const;
+export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+/** The run was deleted with its flow, or ended by someone else (the timeout sweep). */
+export class RunGone extends Error {
+  constructor() {
+    super("The run no longer exists or is no longer active");
+    this.name = "RunGone";
+  }
+}
+
+const FOREIGN_KEY_VIOLATION = "23503";
+
+/** The PostgreSQL error code, also when drizzle wraps the driver's error. */
+export function pgErrorCode(error: unknown): string | undefined {
+  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+export async function addRunEvent(
+  db: Db,
+  run: Pick<RunRow, "id" | "flowId">,
+  event: { type: RunEventType; nodeKey?: string | null; payload?: Record<string, unknown>; at: Date },
+) {
+  try {
+    await db.insert(flowRunEvents).values({
+      runId: run.id,
+      flowId: run.flowId,
+      eventType: event.type,
+      nodeKey: event.nodeKey ?? null,
+      payload: event.payload ?? {},
+      createdAt: event.at,
+    });
+  } catch (error) {
+    if (pgErrorCode(error) === FOREIGN_KEY_VIOLATION) throw new RunGone();
+    throw error;
+  }
+}
+
+/** Changes an active run; RunGone when it is no longer there to change. */
+export async function updateActiveRun(
+  db: Db,
+  runId: string,
+  patch: Partial<Pick<RunRow, "currentNodeKey" | "vars" | "repromptCount" | "lastActivityAt">>,
+) {
+  const rows = await db
+    .update(flowRuns)
+    .set(patch)
+    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active")))
+    .returning({ id: flowRuns.id });
+  if (rows.length === 0) throw new RunGone();
+}
+
+/** Ends an active run; RunGone when it already ended or vanished. */
+export async function endActiveRun(
+  db: Db,
+  runId: string,
+  end: { status: Exclude<RunStatus, "active">; reason: string; at: Date },
+) {
+  const rows = await db
+    .update(flowRuns)
+    .set({ status: end.status, endReason: end.reason, endedAt: end.at, lastActivityAt: end.at })
+    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active")))
+    .returning({ id: flowRuns.id });
+  if (rows.length === 0) throw new RunGone();
+}
+
+/** The contact's active run, if any. */
+export async function findActiveRun(db: Db, accountId: string, contactId: string) {
+  const [run] = await db
+    .select()
+    .from(flowRuns)
+    .where(
+      and(
+        eq(flowRuns.accountId, accountId),
+        eq(flowRuns.contactId, contactId),
+        eq(flowRuns.status, "active"),
+      ),
+    );
+  return run ?? null;
+}
+
+/**
+ * Runs a function while holding the contact's session-level advisory lock on
+ * one pooled connection, with a drizzle handle bound to that connection. All
+ * advances of one contact (across instances too) take turns; the lock goes
+ * with the connection if the process dies. Everything the function does runs
+ * on that one connection, so a busy runner cannot starve itself of the pool.
+ */
+export async function withContactLock<T>(
+  pool: pg.Pool,
+  key: { accountId: string; contactId: string },
+  work: (db: Db) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
+  let broken: Error | undefined;
+  try {
+    await client.query("select pg_advisory_lock(hashtextextended($1, 0))", [lockKey]);
+    return await work(drizzle(client, { schema }));
+  } finally {
+    try {
+      await client.query("select pg_advisory_unlock(hashtextextended($1, 0))", [lockKey]);
+    } catch (error) {
+      // A connection that cannot unlock (it broke) is not given back to the pool.
+      broken = error as Error;
+    }
+    client.release(broken);
+  }
+}
