@@ -24,6 +24,7 @@ export interface World {
   owner: TestUser;
   accountId: string;
   phoneNumberId: string;
+  accessToken: string;
   close(): Promise<void>;
 }
 
@@ -45,6 +46,7 @@ export async function createWorld(options: { now?: () => Date } = {}): Promise<W
     owner,
     accountId,
     phoneNumberId,
+    accessToken,
     async close() {
       await t.close();
       await sandbox.close();

@@ -1,0 +1,360 @@
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { flowMessageReceipts, flowRunEvents, flowRuns, flows, messages } from "../../src/db/schema/index.js";
+import { handleInboundMessage } from "../../src/flows/runner/dispatch.js";
+import { MAX_STEPS_PER_ADVANCE } from "../../src/flows/runner/engine.js";
+import { insertMessage } from "../helpers/fixtures.js";
+import {
+  activeFlow,
+  activeRunCount,
+  activeTemplate,
+  api,
+  conversationOf,
+  createWorld,
+  customer,
+  deleteFlow,
+  getFlowNodes,
+  postWebhook,
+  putFlow,
+  runFor,
+  runsOf,
+  sentMessages,
+  type World,
+} from "./helpers.js";
+
+let w: World;
+
+beforeAll(async () => {
+  w = await createWorld();
+});
+afterAll(() => w.close());
+/** Forgets faults and recorded requests; the sandbox forgets numbers too, so the world's is added back. */
+function resetSandbox() {
+  w.sandbox.reset();
+  w.sandbox.addNumber({ phoneNumberId: w.phoneNumberId, accessToken: w.accessToken });
+}
+
+/** A flow of its own per test, so runs and triggers of one test never meet another's. */
+const keywordFlow = (keyword: string, nodes: Parameters<typeof activeFlow>[1]["nodes"], extra = {}) =>
+  activeFlow(w, { trigger_config: { keywords: [keyword], match_type: "exact" }, nodes, ...extra });
+
+const menuNodes = [
+  { node_key: "start", node_type: "start", config: { next_node_key: "menu" } },
+  {
+    node_key: "menu",
+    node_type: "send_buttons",
+    config: {
+      text: "Pick one",
+      buttons: [
+        { reply_id: "a", title: "A", next_node_key: "say_a" },
+        { reply_id: "b", title: "B", next_node_key: "say_b" },
+      ],
+    },
+  },
+  { node_key: "say_a", node_type: "send_message", config: { text: "You chose A", next_node_key: "done" } },
+  { node_key: "say_b", node_type: "send_message", config: { text: "You chose B", next_node_key: "done" } },
+  { node_key: "done", node_type: "end", config: {} },
+];
+
+describe("concurrency", () => {
+  beforeEach(resetSandbox);
+
+  it("two simultaneous first messages from one contact start one run", async () => {
+    const flowId = await keywordFlow("race", menuNodes);
+    const kim = customer(w, "Kim");
+    const first = kim.textPayload("race");
+    const second = kim.textPayload("race");
+    await Promise.all([postWebhook(w, first.payload), postWebhook(w, second.payload)]);
+    await w.t.app.deps.events.idle();
+
+    const runs = await runsOf(w, flowId);
+    expect(runs).toHaveLength(1);
+    const [flow] = await w.t.database.db.select().from(flows).where(eq(flows.id, flowId));
+    expect(flow!.executionCount).toBe(1);
+    const { events } = await runFor(w, flowId, kim);
+    expect(events.filter((e) => e.event_type === "started")).toHaveLength(1);
+    // Each message was taken once: one started the run, the other lost the race or was a reply to it.
+    const receipts = await w.t.database.db.select().from(flowMessageReceipts);
+    const ids = [first.messageId, second.messageId];
+    const stored = await w.t.database.db.select().from(messages);
+    const ours = stored.filter((m) => ids.includes(m.messageId ?? "")).map((m) => m.id);
+    const outcomes = receipts.filter((r) => ours.includes(r.messageId)).map((r) => r.outcome);
+    expect(outcomes.sort()).toContain("started");
+    expect(outcomes).toHaveLength(2);
+  });
+
+  it("many messages of one contact dispatched at once still make exactly one active run", async () => {
+    const flowId = await keywordFlow("storm", menuNodes);
+    const lee = customer(w, "Lee");
+    await lee.text("warm up"); // creates the contact and conversation
+    const { contactId, id: conversationId } = await conversationOf(w, lee);
+    const batch = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        insertMessage(w.t, { accountId: w.accountId, conversationId, text: "storm" }),
+      ),
+    );
+    const outcomes = await Promise.all(
+      batch.map((m) =>
+        handleInboundMessage(w.t.app.deps, {
+          accountId: w.accountId,
+          contactId,
+          conversationId,
+          messageId: m.id,
+          firstInbound: false,
+        }),
+      ),
+    );
+    expect(outcomes.filter((o) => o === "started")).toHaveLength(1);
+    expect(outcomes.every((o) => ["started", "lost_race", "advanced"].includes(o))).toBe(true);
+    expect(await activeRunCount(w, contactId)).toBe(1);
+    expect(await runsOf(w, flowId)).toHaveLength(1);
+  });
+
+  it("the same event delivered twice to the runner is taken once", async () => {
+    await keywordFlow("twice", menuNodes);
+    const max = customer(w, "Max");
+    await max.text("hello");
+    const { contactId, id: conversationId } = await conversationOf(w, max);
+    const message = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "twice" });
+    const event = {
+      accountId: w.accountId,
+      contactId,
+      conversationId,
+      messageId: message.id,
+      firstInbound: false,
+    };
+    w.sandbox.clearRequests();
+    const [a, b] = await Promise.all([
+      handleInboundMessage(w.t.app.deps, event),
+      handleInboundMessage(w.t.app.deps, event),
+    ]);
+    expect([a, b].sort()).toEqual(["duplicate", "started"]);
+    expect(await handleInboundMessage(w.t.app.deps, event)).toBe("duplicate");
+    expect(sentMessages(w, max.waId)).toHaveLength(1);
+  });
+
+  it("contacts do not wait for each other", async () => {
+    const flowId = await keywordFlow("crowd", menuNodes);
+    const people = Array.from({ length: 6 }, (_, i) => customer(w, `P${i}`));
+    await Promise.all(people.map((p) => postWebhook(w, p.textPayload("crowd").payload)));
+    await w.t.app.deps.events.idle();
+    const runs = await runsOf(w, flowId);
+    expect(runs).toHaveLength(6);
+    expect(runs.every((r) => r.status === "active" && r.current_node_key === "menu")).toBe(true);
+  });
+});
+
+describe("edits and deletion mid-run", () => {
+  beforeEach(resetSandbox);
+
+  it("a reply leading to a node removed by a PUT ends the run failed, naming the node", async () => {
+    const flowId = await keywordFlow("edit1", menuNodes);
+    const ned = customer(w, "Ned");
+    await ned.text("edit1");
+    const nodes = await getFlowNodes(w, flowId);
+    await putFlow(w, flowId, { nodes: nodes.filter((n) => n.node_key !== "say_b") });
+    await ned.button("b");
+    const { run, events } = await runFor(w, flowId, ned);
+    expect(run).toMatchObject({ status: "failed", end_reason: "node_missing" });
+    expect(events.at(-1)).toMatchObject({
+      event_type: "error",
+      node_key: "say_b",
+      payload: { reason: "node_missing", message: 'Node "say_b" does not exist (the flow was edited)' },
+    });
+    // The contact is free again.
+    expect(await activeRunCount(w, run.contact_id)).toBe(0);
+  });
+
+  it("a reply to a waiting node that the PUT removed ends the run failed", async () => {
+    const flowId = await keywordFlow("edit2", menuNodes);
+    const ola = customer(w, "Ola");
+    await ola.text("edit2");
+    const nodes = await getFlowNodes(w, flowId);
+    await putFlow(w, flowId, { nodes: nodes.filter((n) => n.node_key !== "menu") });
+    await ola.button("a");
+    const { run } = await runFor(w, flowId, ola);
+    expect(run).toMatchObject({ status: "failed", end_reason: "node_missing" });
+    expect(sentMessages(w, ola.waId)).toHaveLength(1);
+  });
+
+  it("a PUT that keeps the node keys lets the run go on with the new texts", async () => {
+    const flowId = await keywordFlow("edit3", menuNodes);
+    const pia = customer(w, "Pia");
+    await pia.text("edit3");
+    const nodes = await getFlowNodes(w, flowId);
+    await putFlow(w, flowId, {
+      nodes: nodes.map((n) =>
+        n.node_key === "say_a" ? { ...n, config: { text: "A it is", next_node_key: "done" } } : n,
+      ),
+    });
+    await pia.button("a");
+    expect((await runFor(w, flowId, pia)).run.status).toBe("completed");
+    expect(sentMessages(w, pia.waId).at(-1)).toMatchObject({ text: { body: "A it is" } });
+  });
+
+  it("deleting the flow ends its runs at once and frees the contact for other flows", async () => {
+    const flowId = await keywordFlow("del1", menuNodes);
+    const other = await keywordFlow("other1", menuNodes);
+    const quin = customer(w, "Quin");
+    await quin.text("del1");
+    const { contactId } = await conversationOf(w, quin);
+    expect(await activeRunCount(w, contactId)).toBe(1);
+
+    await deleteFlow(w, flowId);
+    expect(await activeRunCount(w, contactId)).toBe(0);
+    expect((await api(w, "GET", `/api/flows/${flowId}/runs`)).statusCode).toBe(404);
+
+    // The old run's button is nobody's now; a new keyword starts the other flow.
+    await quin.button("a");
+    await quin.text("other1");
+    expect((await runFor(w, other, quin)).run).toMatchObject({ status: "active", current_node_key: "menu" });
+  });
+
+  it("a run whose flow is deleted while a send is in flight stops quietly", async () => {
+    const flowId = await keywordFlow("del2", menuNodes);
+    const rex = customer(w, "Rex");
+    await rex.text("del2");
+    const { contactId, id: conversationId } = await conversationOf(w, rex);
+    const reply = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "not a button" });
+    // The reprompt's send is slow; the flow is deleted while it is on the wire.
+    w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { delayMs: 400 });
+    const advancing = handleInboundMessage(w.t.app.deps, {
+      accountId: w.accountId,
+      contactId,
+      conversationId,
+      messageId: reply.id,
+      firstInbound: false,
+    });
+    await waitFor(() => sentMessages(w, rex.waId).length === 2);
+    await deleteFlow(w, flowId);
+    await expect(advancing).resolves.toBe("run_gone");
+
+    expect(await w.t.database.db.select().from(flowRuns).where(eq(flowRuns.flowId, flowId))).toHaveLength(0);
+    expect(
+      await w.t.database.db.select().from(flowRunEvents).where(eq(flowRunEvents.flowId, flowId)),
+    ).toHaveLength(0);
+    expect(await activeRunCount(w, contactId)).toBe(0);
+  });
+});
+
+describe("upstream failures", () => {
+  beforeEach(resetSandbox);
+
+  it("a failed send ends the run failed with the upstream error, and the dispatcher goes on", async () => {
+    const flowId = await keywordFlow("fail1", menuNodes);
+    const sam = customer(w, "Sam");
+    w.sandbox.inject(
+      { method: "POST", path: /\/messages$/ },
+      { status: 400, error: { code: 131026, message: "Message undeliverable" } },
+    );
+    await sam.text("fail1");
+    const { run, events } = await runFor(w, flowId, sam);
+    expect(run).toMatchObject({ status: "failed", end_reason: "send_failed", current_node_key: "menu" });
+    const error = events.at(-1)!;
+    expect(error).toMatchObject({
+      event_type: "error",
+      node_key: "menu",
+      payload: { reason: "send_failed", message: "Message undeliverable", upstream: { code: 131026 } },
+    });
+    const bot = (await conversationOf(w, sam)).messages.filter((m) => m.sender_type === "bot");
+    expect(bot).toHaveLength(1);
+    expect(bot[0]).toMatchObject({ status: "failed", message_id: null });
+    expect(JSON.stringify(events)).not.toContain(w.accessToken);
+
+    // The fault was one-off: the next customer is served.
+    const tom = customer(w, "Tom");
+    await tom.text("fail1");
+    expect((await runFor(w, flowId, tom)).run.status).toBe("active");
+  });
+
+  it("an upstream that never answers ends the run failed with a timeout", async () => {
+    const flowId = await keywordFlow("fail2", menuNodes);
+    const uma = customer(w, "Uma");
+    w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true });
+    await uma.text("fail2");
+    const { run, events } = await runFor(w, flowId, uma);
+    expect(run).toMatchObject({ status: "failed", end_reason: "send_failed" });
+    expect(events.at(-1)?.payload.message).toMatch(/reach|closed|answer/);
+  });
+});
+
+describe("step cap", () => {
+  beforeEach(resetSandbox);
+
+  it(`a 500-node linear flow stops at ${MAX_STEPS_PER_ADVANCE} steps and fails with step_limit`, async () => {
+    const nodes = [
+      { node_key: "start", node_type: "start", config: { next_node_key: "n1" } },
+      ...Array.from({ length: 498 }, (_, i) => ({
+        node_key: `n${i + 1}`,
+        node_type: "send_message",
+        config: { text: `Line ${i + 1}`, next_node_key: i + 1 === 498 ? "done" : `n${i + 2}` },
+      })),
+      { node_key: "done", node_type: "end", config: {} },
+    ];
+    expect(nodes).toHaveLength(500);
+    const flowId = await keywordFlow("long", nodes);
+    const vic = customer(w, "Vic");
+    await vic.text("long");
+    const { run, events } = await runFor(w, flowId, vic);
+    // Step 1 is the start node; steps 2-64 send n1..n63; entering n64 would be step 65.
+    const sent = sentMessages(w, vic.waId);
+    expect(sent).toHaveLength(MAX_STEPS_PER_ADVANCE - 1);
+    expect(sent.at(-1)).toMatchObject({ text: { body: "Line 63" } });
+    expect(run).toMatchObject({ status: "failed", end_reason: "step_limit", current_node_key: "n63" });
+    expect(events.filter((e) => e.event_type === "node_entered")).toHaveLength(MAX_STEPS_PER_ADVANCE);
+    expect(events.at(-1)).toMatchObject({
+      event_type: "error",
+      node_key: "n64",
+      payload: { reason: "step_limit" },
+    });
+  });
+
+  it("a loop between two nodes ends at the cap instead of spinning", async () => {
+    const flowId = await keywordFlow("loop", [
+      { node_key: "start", node_type: "start", config: { next_node_key: "tag" } },
+      {
+        node_key: "tag",
+        node_type: "set_tag",
+        config: { mode: "add", tag: "looped", next_node_key: "check" },
+      },
+      {
+        node_key: "check",
+        node_type: "condition",
+        config: {
+          subject: "tag",
+          subject_key: "looped",
+          operator: "present",
+          true_next: "tag",
+          false_next: "start",
+        },
+      },
+    ]);
+    const wes = customer(w, "Wes");
+    await wes.text("loop");
+    expect((await runFor(w, flowId, wes)).run).toMatchObject({ status: "failed", end_reason: "step_limit" });
+  });
+});
+
+describe("agent replies", () => {
+  beforeEach(resetSandbox);
+
+  it("an agent writing to the customer does not pause or end the run", async () => {
+    const flowId = await keywordFlow("agent1", menuNodes);
+    const xia = customer(w, "Xia");
+    await xia.text("agent1");
+    const { id } = await conversationOf(w, xia);
+    const sent = await api(w, "POST", `/api/conversations/${id}/messages`, { text: "Hi, an agent here" });
+    expect(sent.statusCode).toBe(201);
+    expect((await runFor(w, flowId, xia)).run).toMatchObject({ status: "active", current_node_key: "menu" });
+    await xia.button("b");
+    expect((await runFor(w, flowId, xia)).run.status).toBe("completed");
+  });
+});
+
+async function waitFor(condition: () => boolean, timeoutMs = 3000) {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > timeoutMs) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
