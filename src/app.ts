@@ -43,6 +43,8 @@ export interface AppOptions {
   upstreamTimeoutMs?: number;
   /** The clock (tests control it). */
   now?: () => Date;
+  /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
+  sessionCacheTtlMs?: number;
 }
 
 /** What route modules get: the shared services, built once per app. */
@@ -136,7 +138,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     config,
     db: database.db,
     pool: database.pool,
-    sessions: createSessions(auth, database.db),
+    sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
     cipher: createTokenCipher(config.encryptionKey),
     graph: createGraphClient({
       baseUrl: config.graphApiUrl,
@@ -170,7 +172,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   );
   app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
-  registerAuthProxy(app, auth, config.publicUrl);
+  registerAuthProxy(app, auth, deps.sessions, config.publicUrl);
   registerTenancyRoutes(app, deps);
   registerMessagingConfigRoutes(app, deps);
   registerWebhookRoutes(app, deps);

@@ -43,6 +43,7 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
       if (caller.accountId) throw new ApiError(409, "You already belong to an account");
       const body = parse(accountBody, readJsonObject(request));
       const account = await createAccount(db, { userId: caller.userId, name: body.name });
+      sessions.forgetUser(caller.userId);
       return reply.code(201).send({ account: toAccountJson(account) });
     },
   );
@@ -76,6 +77,7 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
       const caller = await sessions.require(request);
       if (caller.accountId) throw new ApiError(409, "You already belong to an account");
       const account = await acceptInvitation(db, { userId: caller.userId, token: request.params.token });
+      sessions.forgetUser(caller.userId);
       if (!account) throw new ApiError(404, "Invitation not found or expired");
       return { account: toAccountJson(account) };
     },

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import type { Auth } from "../auth/auth.js";
+import type { Sessions } from "../auth/session.js";
 
 /**
  * Mounts better-auth's handler at /api/auth/*. Its error answers
  * (`{ code, message }`) are rewritten to this API's `{ error }` shape, keeping
  * the code beside it.
  */
-export function registerAuthProxy(app: FastifyInstance, auth: Auth, publicUrl: string) {
+export function registerAuthProxy(app: FastifyInstance, auth: Auth, sessions: Sessions, publicUrl: string) {
   app.route({
     method: ["GET", "POST"],
     url: "/api/auth/*",
@@ -23,6 +24,11 @@ export function registerAuthProxy(app: FastifyInstance, auth: Auth, publicUrl: s
       const response = await auth.handler(
         new Request(new URL(request.url, publicUrl), { method: request.method, headers, body }),
       );
+
+      // Whatever ends or revokes sessions must not leave them alive in the session cache.
+      if (request.method === "POST" && /\/(sign-out|revoke-|change-password|delete-user)/.test(request.url)) {
+        sessions.forgetCredential(request.headers);
+      }
 
       reply.code(response.status);
       for (const [name, value] of response.headers) {

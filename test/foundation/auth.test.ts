@@ -95,6 +95,22 @@ describe("sign-up and sessions", () => {
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
+  it("reuses a resolved session for the cache lifetime only", async () => {
+    const short = await createTestApp({ sessionCacheTtlMs: 3000 });
+    try {
+      const user = await signUp(short.app);
+      expect((await short.app.inject({ url: "/api/me", headers: user.headers })).statusCode).toBe(200);
+      // Revoked behind the app's back (as by another instance): the cached session lives on briefly...
+      await short.database.pool.query("delete from sessions where user_id = $1", [user.id]);
+      expect((await short.app.inject({ url: "/api/me", headers: user.headers })).statusCode).toBe(200);
+      // ...and no longer than the cache lifetime.
+      await new Promise((r) => setTimeout(r, 3100));
+      expect((await short.app.inject({ url: "/api/me", headers: user.headers })).statusCode).toBe(401);
+    } finally {
+      await short.close();
+    }
+  });
+
   it("stores credentials outside a table named account", async () => {
     const { rows } = await t.database.pool.query(
       "select table_name from information_schema.tables where table_schema = 'public' and table_name in ('account', 'auth_credentials')",

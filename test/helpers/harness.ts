@@ -92,6 +92,7 @@ export async function createTestApp(
     logger,
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     now: options.now,
+    sessionCacheTtlMs: options.sessionCacheTtlMs,
   });
   await app.ready();
   return {
