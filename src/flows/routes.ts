@@ -100,10 +100,41 @@ function requireName(value: unknown, message: string): string {
   return value.trim();
 }
 
+/**
+ * The Postgres message of a storage failure, found through drizzle's wrapper
+ * (whose own message carries the SQL and its parameters, never shown).
+ */
+export function storageMessage(error: unknown): string | null {
+  for (
+    let e = error, hops = 0;
+    e && typeof e === "object" && hops < 5;
+    e = (e as { cause?: unknown }).cause, hops++
+  ) {
+    const { code, severity, message } = e as { code?: unknown; severity?: unknown; message?: unknown };
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && typeof severity === "string") {
+      return typeof message === "string" && message ? message : "Storage error";
+    }
+  }
+  return null;
+}
+
 export function registerFlowRoutes(
   app: FastifyInstance,
   deps: { db: Db; sessions: Sessions; now: () => Date },
 ) {
+  app.register(async (scope) => {
+    // Spec: storage failures answer 500 with the storage message.
+    scope.setErrorHandler((error, request, reply) => {
+      const message = storageMessage(error);
+      if (!message) throw error;
+      request.log.error({ err: error }, "flow storage failed");
+      return reply.code(500).send({ error: message });
+    });
+    flowRoutes(scope, deps);
+  });
+}
+
+function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; now: () => Date }) {
   const { db, sessions } = deps;
 
   app.get(
