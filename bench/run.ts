@@ -1,0 +1,483 @@
+/**
+ * `npm run bench` (full data) and `npm run bench -- --quick` (under a minute).
+ *
+ * Starts an embedded PostgreSQL, seeds it with realistic data, starts the
+ * real service (compiled, as `npm start` runs it), a baseline server on the
+ * same database and the sandbox upstream, then drives each scenario from a
+ * separate load process. Every figure is reported as a ratio against the
+ * baseline measured in the same run: these machines are shared and noisy.
+ *
+ * `--write` also writes docs/benchmarks.md.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import fs from "node:fs/promises";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { startEmbeddedPostgres } from "../src/db/embedded.js";
+import { runMigrations } from "../src/db/migrate.js";
+import { createTokenCipher } from "../src/messaging/crypto.js";
+import type { LoadResult, Scenario } from "./load.js";
+import { FULL, ids, linkUser, phoneNumberIdOf, QUICK, type Shape, seedAccounts, waIdOf } from "./seed.js";
+
+const root = path.resolve(import.meta.dirname, "..");
+const quick = process.argv.includes("--quick");
+const write = process.argv.includes("--write");
+/** `--only=flow_read,webhook`: run just these scenarios (and the baseline). */
+const only = process.argv
+  .find((a) => a.startsWith("--only="))
+  ?.slice(7)
+  .split(",");
+/** `--profile`: write a V8 CPU profile of the service to bench/results/. */
+const profile = process.argv.includes("--profile");
+const shape: Shape = quick ? QUICK : FULL;
+const duration = quick ? 2 : 10;
+const connections = 10;
+const log = (m: string) => console.log(m);
+
+const children: ChildProcess[] = [];
+const cleanups: Array<() => Promise<void>> = [];
+
+async function main() {
+  const startedAt = Date.now();
+  log(
+    `bench: ${quick ? "quick" : "full"} run on ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB`,
+  );
+  execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
+
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-bench-"));
+  await fs.chmod(dataDir, 0o755);
+  cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }));
+  const embedded = await startEmbeddedPostgres({ dataDir, log: { info: () => {}, warn: log } });
+  cleanups.unshift(() => embedded.stop());
+  await runMigrations(embedded.url);
+
+  const encryptionKey = randomBytes(32).toString("hex");
+  const accessToken = `bench-${randomBytes(8).toString("hex")}`;
+  const appSecret = randomBytes(16).toString("hex");
+  const cipher = createTokenCipher(encryptionKey);
+
+  // --- data ------------------------------------------------------------------
+  const db = new pg.Client({ connectionString: embedded.url });
+  db.on("error", () => undefined);
+  await db.connect();
+  const small = shape.accounts + 1;
+  const large = shape.accounts + 2;
+  const seedStarted = Date.now();
+  log(
+    `seeding ${shape.accounts} accounts of ${shape.members} members, ${shape.flows} flows x ${shape.nodesPerFlow} nodes, ${shape.contacts} contacts x ${shape.messagesPerContact} messages`,
+  );
+  await seedAccounts(db, shape, 1, cipher.encrypt(accessToken), log);
+  log("seeding the scale accounts: 100 flows / 100 messages, and 10,000 flows / 10,000 messages");
+  await seedAccounts(
+    db,
+    { ...shape, accounts: 1, members: 1, flows: 100, contacts: 1, messagesPerContact: 100 },
+    small,
+    cipher.encrypt(accessToken),
+    () => {},
+  );
+  await seedAccounts(
+    db,
+    { ...shape, accounts: 1, members: 1, flows: 10_000, contacts: 1, messagesPerContact: 10_000 },
+    large,
+    cipher.encrypt(accessToken),
+    () => {},
+  );
+  await db.query("vacuum analyze");
+  const seedSeconds = Math.round((Date.now() - seedStarted) / 1000);
+  log(`seeded in ${seedSeconds} s`);
+
+  // --- processes -------------------------------------------------------------
+  const [servicePort, baselinePort, sandboxPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const sandbox = spawnChild(
+    "sandbox",
+    process.execPath,
+    ["--import", "tsx", "src/upstream/sandbox/main.ts"],
+    {
+      SANDBOX_PORT: String(sandboxPort),
+      SANDBOX_PHONE_NUMBER_ID: phoneNumberIdOf(1),
+      SANDBOX_ACCESS_TOKEN: accessToken,
+    },
+  );
+  await waitHttp(`http://127.0.0.1:${sandboxPort}/_sandbox/requests`, sandbox);
+
+  const profileArgs = profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(root, "bench", "results")}`] : [];
+  const service = spawnChild("service", process.execPath, [...profileArgs, "dist/main.js"], {
+    NODE_ENV: "production",
+    DATABASE_URL: embedded.url,
+    PORT: String(servicePort),
+    ENCRYPTION_KEY: encryptionKey,
+    AUTH_SECRET: randomBytes(32).toString("base64url"),
+    META_GRAPH_API_URL: `http://127.0.0.1:${sandboxPort}`,
+    META_APP_SECRET: appSecret,
+    REACT_RATE_LIMIT: "100000000/1s",
+    LOG_LEVEL: "warn",
+  });
+  const api = `http://127.0.0.1:${servicePort}`;
+  await waitHttp(`${api}/readyz`, service);
+  await sleep(2000);
+  const idleRss = rssOf(service.pid!);
+
+  const baseline = spawnChild("baseline", process.execPath, ["--import", "tsx", "bench/baseline.ts"], {
+    DATABASE_URL: embedded.url,
+    PORT: String(baselinePort),
+  });
+  await waitHttp(`http://127.0.0.1:${baselinePort}/flows/${ids.flow(1, 1)}`, baseline);
+
+  // --- users with real sessions ------------------------------------------------
+  const member = await signUpAndLink(api, db, 1);
+  const smallUser = await signUpAndLink(api, db, small);
+  const largeUser = await signUpAndLink(api, db, large);
+  const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  const { rows: reactable } = await db.query<{ id: string }>(
+    `select id from messages where conversation_id = any($1::uuid[]) and direction = 'inbound' limit 200`,
+    [Array.from({ length: Math.min(20, shape.contacts) }, (_, i) => ids.conversation(1, i + 1))],
+  );
+  await db.end();
+
+  const nodes = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      node_key: `n${i + 1}`,
+      node_type: i === count - 1 ? "end" : "send_message",
+      config: i === count - 1 ? {} : { text: `Step ${i + 1}`, next_node_key: `n${i + 2}` },
+      position_x: i * 240,
+      position_y: 0,
+    }));
+  const putPaths = (from: number) =>
+    Array.from({ length: 50 }, (_, i) => `/api/flows/${ids.flow(1, from + i)}`);
+
+  // --- scenarios -------------------------------------------------------------
+  const base = { durationSeconds: duration, connections };
+  const scenarios: Array<{ key: string; label: string; scenario: Scenario }> = [
+    {
+      key: "baseline",
+      label: "baseline: bare Fastify + one primary-key SELECT",
+      scenario: { ...base, url: `http://127.0.0.1:${baselinePort}/flows/${ids.flow(1, 1)}`, method: "GET" },
+    },
+    {
+      key: "flow_read",
+      label: "GET /api/flows/{id} (20 nodes)",
+      scenario: { ...base, url: `${api}/api/flows/${ids.flow(1, 1)}`, method: "GET", headers: auth(member) },
+    },
+    {
+      key: "flow_list",
+      label: "GET /api/flows (first page)",
+      scenario: { ...base, url: `${api}/api/flows?limit=50`, method: "GET", headers: auth(member) },
+    },
+    {
+      key: "put_20",
+      label: "PUT /api/flows/{id} with 20 nodes",
+      scenario: {
+        ...base,
+        url: `${api}/api/flows/${ids.flow(1, 100)}`,
+        paths: putPaths(100),
+        method: "PUT",
+        headers: { ...auth(member), "content-type": "application/json" },
+        body: JSON.stringify({ name: "Bench flow", nodes: nodes(20) }),
+      },
+    },
+    {
+      key: "put_500",
+      label: "PUT /api/flows/{id} with 500 nodes",
+      scenario: {
+        ...base,
+        url: `${api}/api/flows/${ids.flow(1, 150)}`,
+        paths: putPaths(150),
+        method: "PUT",
+        headers: { ...auth(member), "content-type": "application/json" },
+        body: JSON.stringify({ name: "Bench flow", nodes: nodes(500) }),
+      },
+    },
+    {
+      key: "react",
+      label: "POST /api/messaging/react (sandbox upstream)",
+      scenario: {
+        ...base,
+        url: `${api}/api/messaging/react`,
+        method: "POST",
+        headers: { ...auth(member), "content-type": "application/json" },
+        bodies: reactable.flatMap((m) => [
+          JSON.stringify({ message_id: m.id, emoji: "👍" }),
+          JSON.stringify({ message_id: m.id, emoji: "❤️" }),
+        ]),
+      },
+    },
+    {
+      key: "webhook",
+      label: "POST /api/messaging/webhook (one signed text)",
+      scenario: {
+        ...base,
+        url: `${api}/api/messaging/webhook`,
+        method: "POST",
+        webhook: {
+          appSecret,
+          phoneNumberId: phoneNumberIdOf(1),
+          waIds: Array.from({ length: Math.min(1000, shape.contacts) }, (_, i) => waIdOf(1, i + 1)),
+        },
+      },
+    },
+    {
+      key: "messages",
+      label: "GET /api/conversations/{id}/messages (20 messages)",
+      scenario: {
+        ...base,
+        url: `${api}/api/conversations/${ids.conversation(1, 1)}/messages`,
+        method: "GET",
+        headers: auth(member),
+      },
+    },
+    {
+      key: "list_100",
+      label: "GET /api/flows, account with 100 flows",
+      scenario: { ...base, url: `${api}/api/flows?limit=50`, method: "GET", headers: auth(smallUser) },
+    },
+    {
+      key: "list_10000",
+      label: "GET /api/flows, account with 10,000 flows",
+      scenario: { ...base, url: `${api}/api/flows?limit=50`, method: "GET", headers: auth(largeUser) },
+    },
+    {
+      key: "read_100",
+      label: "GET .../messages, conversation with 100 messages",
+      scenario: {
+        ...base,
+        url: `${api}/api/conversations/${ids.conversation(small, 1)}/messages?limit=50`,
+        method: "GET",
+        headers: auth(smallUser),
+      },
+    },
+    {
+      key: "read_10000",
+      label: "GET .../messages, conversation with 10,000 messages",
+      scenario: {
+        ...base,
+        url: `${api}/api/conversations/${ids.conversation(large, 1)}/messages?limit=50`,
+        method: "GET",
+        headers: auth(largeUser),
+      },
+    },
+  ];
+
+  let peakRss = rssOf(service.pid!);
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, rssOf(service.pid!));
+  }, 100);
+
+  const results: Record<string, LoadResult & { label: string }> = {};
+  for (const { key, label, scenario } of scenarios) {
+    if (only && key !== "baseline" && !only.includes(key)) continue;
+    // A short warm-up, then the measured run.
+    await runLoad({ ...scenario, durationSeconds: 1 });
+    const result = await runLoad(scenario);
+    results[key] = { ...result, label };
+    log(
+      `${label}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ""}`,
+    );
+  }
+  clearInterval(sampler);
+  peakRss = Math.max(peakRss, rssOf(service.pid!));
+  if (only) return;
+
+  const report = renderReport({
+    results,
+    idleRss,
+    peakRss,
+    seedSeconds,
+    totalSeconds: Math.round((Date.now() - startedAt) / 1000),
+  });
+  console.log(`\n${report.table}`);
+  await fs.mkdir(path.join(root, "bench", "results"), { recursive: true });
+  writeFileSync(
+    path.join(root, "bench", "results", `${quick ? "quick" : "full"}.json`),
+    JSON.stringify({ at: new Date().toISOString(), quick, shape, results, idleRss, peakRss }, null, 2),
+  );
+  if (write) {
+    const doc = path.join(root, "docs", "benchmarks.md");
+    const previous = existsSync(doc) ? readFileSync(doc, "utf8") : "";
+    writeFileSync(doc, updateDoc(previous, report.markdown));
+    log(`wrote ${doc}`);
+  }
+}
+
+// --- reporting ---------------------------------------------------------------
+
+function renderReport(input: {
+  results: Record<string, LoadResult & { label: string }>;
+  idleRss: number;
+  peakRss: number;
+  seedSeconds: number;
+  totalSeconds: number;
+}) {
+  const { results } = input;
+  const b = results.baseline!;
+  const row = (r: LoadResult & { label: string }) =>
+    `| ${r.label} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${(r.rps / b.rps).toFixed(2)} | ${(r.p99 / Math.max(b.p99, 1)).toFixed(1)} | ${r.non2xx + r.errors} |`;
+  const header =
+    "| scenario | req/s | p50 ms | p99 ms | req/s vs baseline | p99 vs baseline | non-2xx + errors |\n|---|---:|---:|---:|---:|---:|---:|";
+  const table = [header, ...Object.values(results).map(row)].join("\n");
+
+  const service = Object.entries(results).filter(([k]) => k !== "baseline");
+  const worstP99 = Math.max(...service.map(([, r]) => r.p99));
+  const ratio = (a: string, c: string, f: (r: LoadResult) => number) =>
+    f(results[a]!) / Math.max(f(results[c]!), 0.001);
+  const targets = [
+    [
+      "GET /api/flows/{id} >= 0.5 x baseline req/s",
+      results.flow_read!.rps / b.rps,
+      (v: number) => v >= 0.5,
+      2,
+    ],
+    ["no scenario's p99 above 10 x baseline p99", worstP99 / Math.max(b.p99, 1), (v: number) => v <= 10, 1],
+    [
+      "PUT 500 nodes <= 5 x PUT 20 nodes (mean latency)",
+      ratio("put_500", "put_20", (r) => r.mean),
+      (v: number) => v <= 5,
+      2,
+    ],
+    [
+      "flow list, 10,000 vs 100 flows <= 1.5 (mean latency)",
+      ratio("list_10000", "list_100", (r) => r.mean),
+      (v: number) => v <= 1.5,
+      2,
+    ],
+    [
+      "message read, 10,000 vs 100 messages <= 1.5 (mean latency)",
+      ratio("read_10000", "read_100", (r) => r.mean),
+      (v: number) => v <= 1.5,
+      2,
+    ],
+    ["webhook ingest >= 0.3 x baseline req/s", results.webhook!.rps / b.rps, (v: number) => v >= 0.3, 2],
+    ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
+  ] as const;
+  const targetLines = targets.map(
+    ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
+  );
+  const targetTable = ["| target | measured | |", "|---|---:|---|", ...targetLines].join("\n");
+  const memory = `Service RSS: idle ${input.idleRss.toFixed(0)} MB, peak during the run ${input.peakRss.toFixed(0)} MB.`;
+  const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? "unknown CPU"}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${quick ? "quick" : "full"} run (${duration} s per scenario, ${connections} connections), seeding ${input.seedSeconds} s, whole run ${input.totalSeconds} s`;
+  return {
+    table: `${table}\n\n${targetTable}\n\n${memory}\n${machine}`,
+    markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targetTable}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
+  };
+}
+
+function updateDoc(previous: string, block: string): string {
+  const tag = quick ? "quick" : "full";
+  const pattern = new RegExp(`<!-- bench:${tag}:start -->[\\s\\S]*?<!-- bench:${tag}:end -->`);
+  if (pattern.test(previous)) return previous.replace(pattern, block);
+  return `${previous.trimEnd()}\n\n${block}\n`;
+}
+
+// --- helpers -----------------------------------------------------------------
+
+function runLoad(scenario: Scenario): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "bench/load.ts", JSON.stringify(scenario)], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (c) => {
+      out += c;
+    });
+    child.on("exit", (code) => {
+      if (code !== 0) reject(new Error(`load process exited with ${code}`));
+      else resolve(JSON.parse(out.trim().split("\n").pop() ?? "{}") as LoadResult);
+    });
+  });
+}
+
+function spawnChild(name: string, command: string, args: string[], env: Record<string, string>) {
+  const child = spawn(command, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (c) => {
+    stderr = (stderr + c).slice(-4000);
+  });
+  child.on("exit", (code, signal) => {
+    if (code && code !== 0) console.error(`${name} exited with ${code ?? signal}: ${stderr}`);
+  });
+  children.push(child);
+  return child;
+}
+
+function rssOf(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return kb / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+async function signUpAndLink(api: string, db: pg.Client, account: number): Promise<string> {
+  const response = await fetch(`${api}/api/auth/sign-up/email`, {
+    method: "POST",
+    // A browser-like client (Node's fetch sends Fetch Metadata headers) must name its origin.
+    headers: { "content-type": "application/json", origin: api },
+    body: JSON.stringify({
+      email: `bench-${account}-${randomBytes(4).toString("hex")}@example.com`,
+      password: "bench password 123",
+      name: "Bench agent",
+    }),
+  });
+  if (!response.ok) throw new Error(`sign-up failed: ${response.status} ${await response.text()}`);
+  const token = response.headers.get("set-auth-token");
+  const body = (await response.json()) as { user: { id: string } };
+  await linkUser(db, body.user.id, account);
+  if (!token) throw new Error("sign-up returned no token");
+  return token;
+}
+
+async function waitHttp(url: string, child: ChildProcess, timeoutMs = 60_000) {
+  const started = Date.now();
+  while (Date.now() - started < timeoutMs) {
+    if (child.exitCode !== null) throw new Error(`process exited before answering ${url}`);
+    try {
+      const response = await fetch(url);
+      if (response.status < 500) return;
+    } catch {
+      // not up yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`no answer from ${url}`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function shutdown() {
+  for (const child of children) {
+    if (child.exitCode === null) child.kill("SIGTERM");
+  }
+  await Promise.all(
+    children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : undefined)),
+  );
+  for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+}
+
+main()
+  .then(shutdown)
+  .catch(async (error: unknown) => {
+    console.error(error);
+    await shutdown();
+    process.exit(1);
+  });
