@@ -3,6 +3,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { AppDeps } from "../app.js";
 import { messagingConfigs } from "../db/schema/index.js";
+import type { InboundMessageStored } from "../events.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
@@ -95,6 +96,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
         : [];
       const accountOf = new Map(owners.map((o) => [o.phoneNumberId, o.accountId]));
 
+      const stored: InboundMessageStored[] = [];
       let failed = 0;
       for (const change of batch.changes) {
         const accountId = accountOf.get(change.phoneNumberId);
@@ -103,10 +105,9 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
           continue;
         }
         try {
-          const stored = await storeChange(db, { accountId, change, now: deps.now });
-          for (const note of stored.notes) request.log.info({ at: change.at, note }, "webhook part skipped");
-          // Meta must not wait for flows: handlers run after this answer, failures are theirs to report.
-          for (const event of stored.inbound) void events.emitInboundMessage(event);
+          const result = await storeChange(db, { accountId, change, now: deps.now });
+          for (const note of result.notes) request.log.info({ at: change.at, note }, "webhook part skipped");
+          stored.push(...result.inbound);
         } catch (error) {
           failed += 1;
           // Only the code and text: the query parameters hold customer messages.
@@ -117,6 +118,10 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
           );
         }
       }
+      // Meta must not wait for flows: handlers run after this answer, failures are theirs to
+      // report. Also when a change failed: a redelivery finds the stored ones already there and
+      // would not announce them again.
+      for (const event of stored) void events.emitInboundMessage(event);
       // Stored changes are not stored twice when Meta retries the whole batch.
       if (failed > 0) throw new ApiError(500, "Some changes could not be stored; deliver the batch again");
       return reply.code(200).send({ received: true });

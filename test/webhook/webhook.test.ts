@@ -433,6 +433,52 @@ describe("POST /api/messaging/webhook: messages", () => {
   });
 });
 
+describe("POST /api/messaging/webhook: storage failure", () => {
+  it("keeps the changes beside a failed one, answers 500 so Meta retries, and stores the retry once", async () => {
+    const a = await tenant();
+    const from = uniqueDigits(11);
+    // A real storage failure for one change: PostgreSQL itself refuses the row.
+    await t.database.pool.query(`
+      create function refuse_marked_text() returns trigger language plpgsql as $$
+      begin
+        if new.text = 'refused by the database' then raise exception 'disk on fire'; end if;
+        return new;
+      end $$;
+      create trigger refuse_marked_text before insert on messages
+        for each row execute function refuse_marked_text();`);
+    const body = JSON.stringify({
+      entry: [
+        { changes: [messagesChange(a.phoneNumberId, [textMessage(from, "stored")])] },
+        { changes: [messagesChange(a.phoneNumberId, [textMessage(from, "refused by the database")])] },
+      ],
+    });
+    try {
+      const failed = await postWebhook(t.app, body);
+      expect(failed.statusCode).toBe(500);
+      expect(failed.json()).toEqual({ error: "Some changes could not be stored; deliver the batch again" });
+      expect((await thread(a, from))?.messages.map((m) => m.text)).toEqual(["stored"]);
+    } finally {
+      await t.database.pool.query(
+        "drop trigger refuse_marked_text on messages; drop function refuse_marked_text();",
+      );
+    }
+    await t.app.deps.events.idle();
+    expect(events.filter((e) => e.accountId === a.accountId)).toHaveLength(1);
+
+    const retried = await postWebhook(t.app, body);
+    expect(retried.statusCode).toBe(200);
+    expect((await thread(a, from))?.messages.map((m) => m.text)).toEqual([
+      "stored",
+      "refused by the database",
+    ]);
+    await t.app.deps.events.idle();
+    expect(events.filter((e) => e.accountId === a.accountId).map((e) => e.firstInbound)).toEqual([
+      true,
+      false,
+    ]);
+  });
+});
+
 describe("POST /api/messaging/webhook: flow events", () => {
   it("emits one event per newly stored customer message, first inbound flagged, not for duplicates", async () => {
     const a = await tenant();
