@@ -7,7 +7,6 @@ import { insertMessage } from "../helpers/fixtures.js";
 import {
   activeFlow,
   activeRunCount,
-  activeTemplate,
   api,
   conversationOf,
   createWorld,
