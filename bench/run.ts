@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import { createServer } from "node:net";
 import os from "node:os";
@@ -48,6 +48,7 @@ async function main() {
   );
   execFileSync(process.execPath, ["scripts/build.mjs"], { cwd: root, stdio: "inherit" });
 
+  mkdirSync(path.join(root, "bench", "results"), { recursive: true });
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-bench-"));
   await fs.chmod(dataDir, 0o755);
   cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }));
@@ -392,17 +393,16 @@ function runLoad(scenario: Scenario): Promise<LoadResult> {
 }
 
 function spawnChild(name: string, command: string, args: string[], env: Record<string, string>) {
+  // Each process's output goes to bench/results/<name>.log, for looking into a bad figure.
+  const logFile = openSync(path.join(root, "bench", "results", `${name}.log`), "w");
   const child = spawn(command, args, {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (c) => {
-    stderr = (stderr + c).slice(-4000);
+    stdio: ["ignore", logFile, logFile],
   });
   child.on("exit", (code, signal) => {
-    if (code && code !== 0) console.error(`${name} exited with ${code ?? signal}: ${stderr}`);
+    if (code && code !== 0)
+      console.error(`${name} exited with ${code ?? signal}: see bench/results/${name}.log`);
   });
   children.push(child);
   return child;
