@@ -41,8 +41,8 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedPostgres> {
   const { log } = options;
   const dataDir = path.resolve(options.dataDir);
-  const bins = await loadBinaries();
   const runAs = await resolveRunAs();
+  const bins = await reachableBinaries(await loadBinaries(), runAs, log);
   await fs.mkdir(dataDir, { recursive: true });
 
   const pgdata = await resolveClusterDir(dataDir, runAs, log);
@@ -106,6 +106,51 @@ async function hydrateSymlinks(packageDir: string): Promise<void> {
     const relative = path.relative(path.dirname(linkPath), path.join(packageDir, source));
     await fs.symlink(relative, linkPath).catch(() => undefined);
   }
+}
+
+/**
+ * As root, PostgreSQL runs as the postgres user, which cannot execute binaries
+ * inside a private checkout (a clone in a 0700 temporary folder, say). Then a
+ * copy of the binaries package's native tree is kept under /var/lib/wa-inbox,
+ * made once per package version and reused.
+ */
+async function reachableBinaries(
+  bins: { initdb: string; postgres: string },
+  runAs: RunAs,
+  log: Logger,
+): Promise<{ initdb: string; postgres: string }> {
+  if (runAs.uid === undefined || canExecute(bins.postgres, runAs)) return bins;
+  const nativeDir = path.resolve(path.dirname(bins.postgres), "..");
+  const packageJson = path.join(nativeDir, "..", "package.json");
+  const version =
+    (JSON.parse(await fs.readFile(packageJson, "utf8")) as { version?: string }).version ?? "unknown";
+  const digest = createHash("sha256").update(nativeDir).digest("hex").slice(0, 12);
+  const target = path.join("/var/lib/wa-inbox", "runtime", `postgres-${version}-${digest}`);
+  const copied = {
+    initdb: path.join(target, "bin", "initdb"),
+    postgres: path.join(target, "bin", "postgres"),
+  };
+  if (existsSync(path.join(target, ".complete")) && canExecute(copied.postgres, runAs)) return copied;
+
+  log.warn(`the postgres user cannot run binaries inside ${nativeDir}: copying them to ${target}`);
+  const staging = `${target}.${process.pid}.tmp`;
+  await fs.rm(staging, { recursive: true, force: true });
+  await fs.mkdir(path.dirname(target), { recursive: true });
+  await fs.chmod("/var/lib/wa-inbox", 0o755);
+  await fs.chmod(path.dirname(target), 0o755);
+  await fs.cp(nativeDir, staging, { recursive: true, verbatimSymlinks: true });
+  await fs.chmod(staging, 0o755);
+  await fs.writeFile(path.join(staging, ".complete"), `${version}\n`);
+  // Another process may have finished the same copy meanwhile: either copy will do.
+  await fs.rename(staging, target).catch(() => fs.rm(staging, { recursive: true, force: true }));
+  if (!canExecute(copied.postgres, runAs)) {
+    throw new Error(`the postgres user cannot run ${copied.postgres}`);
+  }
+  return copied;
+}
+
+function canExecute(binary: string, runAs: RunAs): boolean {
+  return spawnSync(binary, ["--version"], { uid: runAs.uid, gid: runAs.gid }).status === 0;
 }
 
 /** PostgreSQL refuses to run as root: as root, run it as the `postgres` user (created if missing). */
