@@ -13,7 +13,7 @@ import {
   decodeCursor,
   deleteFlow,
   getFlow,
-  getFlowWithNodes,
+  getFlowWithNodesJson,
   listFlows,
   replaceFlow,
   setFlowStatus,
@@ -235,13 +235,13 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
         404: "No such flow in the caller's account",
       },
     }),
-    async (request) => {
+    async (request, reply) => {
       const caller = await sessions.require(request);
-      const found = caller.accountId
-        ? await getFlowWithNodes(db, { accountId: caller.accountId, flowId: request.params.id })
+      const body = caller.accountId
+        ? await getFlowWithNodesJson(db, { accountId: caller.accountId, flowId: request.params.id })
         : null;
-      if (!found) throw notFound();
-      return found;
+      if (!body) throw notFound();
+      return reply.type("application/json; charset=utf-8").send(body);
     },
   );
 

@@ -93,6 +93,31 @@ describe("GET /api/flows/{id}", () => {
     expect(nodes.map((n) => n.node_key)).toEqual(keys);
     expect(new Set(nodes.map((n) => n.created_at)).size).toBe(1);
   });
+
+  it("answers exactly what the last PUT answered: same fields, timestamps, numbers and nested config", async () => {
+    const { user: owner } = await signUpWithAccount(t.app);
+    const { id } = await createFlow(t, owner, { name: "Same" });
+    const put = await call(t, owner, "PUT", `/api/flows/${id}`, {
+      description: 'ünïcode "quoted" text',
+      trigger_config: { keywords: ["hi"], case_sensitive: false },
+      fallback_policy: { on_unknown_reply: "ignore" },
+      entry_node_id: "a",
+      nodes: [
+        { ...node("a"), position_x: 12.5, position_y: -0.1 },
+        {
+          node_key: "b",
+          node_type: "send_message",
+          config: { text: "x", nested: { list: [1, 2.25, null, true] } },
+        },
+      ],
+    });
+    expect(put.statusCode).toBe(200);
+    const read = await call(t, owner, "GET", `/api/flows/${id}`);
+    expect(read.statusCode).toBe(200);
+    expect(read.headers["content-type"]).toMatch(/^application\/json/);
+    expect(read.json()).toEqual(put.json());
+    expect(read.json().flow.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
 });
 
 describe("PUT /api/flows/{id}", () => {
