@@ -12,6 +12,9 @@ export interface InboundMessageStored {
   messageId: string;
   /** True when this is the conversation's first message from the customer. */
   firstInbound: boolean;
+  /** The message's type and text, so a listener can tell cheaply whether it cares. */
+  messageType: string;
+  text: string | null;
 }
 
 type Handler<T> = (event: T) => Promise<void> | void;

@@ -117,6 +117,8 @@ async function storeMessage(
     conversationId: thread.conversationId,
     messageId: row.id,
     firstInbound,
+    messageType: message.type,
+    text: message.text,
   };
 }
 

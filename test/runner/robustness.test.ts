@@ -100,6 +100,8 @@ describe("concurrency", () => {
           conversationId,
           messageId: m.id,
           firstInbound: false,
+          messageType: "text",
+          text: m.text,
         }),
       ),
     );
@@ -107,6 +109,34 @@ describe("concurrency", () => {
     expect(outcomes.every((o) => ["started", "lost_race", "advanced"].includes(o))).toBe(true);
     expect(await activeRunCount(w, contactId)).toBe(1);
     expect(await runsOf(w, flowId)).toHaveLength(1);
+  });
+
+  it("settles a message no flow wants without a receipt, and still starts a flow on one it wants", async () => {
+    await keywordFlow("wanted", menuNodes);
+    const ivy = customer(w, "Ivy");
+    await ivy.text("hello there");
+    const { contactId, id: conversationId } = await conversationOf(w, ivy);
+    const event = (m: { id: string; text: string | null }) => ({
+      accountId: w.accountId,
+      contactId,
+      conversationId,
+      messageId: m.id,
+      firstInbound: false,
+      messageType: "text",
+      text: m.text,
+    });
+    const chatter = await insertMessage(w.t, {
+      accountId: w.accountId,
+      conversationId,
+      text: "just chatting",
+    });
+    expect(await handleInboundMessage(w.t.app.deps, event(chatter))).toBe("no_trigger");
+    const receipts = await w.t.database.db.select().from(flowMessageReceipts);
+    expect(receipts.some((r) => r.messageId === chatter.id)).toBe(false);
+
+    const wanted = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "wanted" });
+    expect(await handleInboundMessage(w.t.app.deps, event(wanted))).toBe("started");
+    expect(await activeRunCount(w, contactId)).toBe(1);
   });
 
   it("the same event delivered twice to the runner is taken once", async () => {
@@ -121,6 +151,8 @@ describe("concurrency", () => {
       conversationId,
       messageId: message.id,
       firstInbound: false,
+      messageType: "text",
+      text: message.text,
     };
     w.sandbox.clearRequests();
     const [a, b] = await Promise.all([
@@ -223,6 +255,8 @@ describe("edits and deletion mid-run", () => {
       conversationId,
       messageId: reply.id,
       firstInbound: false,
+      messageType: "text",
+      text: reply.text,
     });
     await waitFor(() => sentMessages(w, rex.waId).length === 2);
     await deleteFlow(w, flowId);

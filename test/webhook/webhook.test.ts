@@ -498,8 +498,10 @@ describe("POST /api/messaging/webhook: flow events", () => {
         conversationId: found?.conversation.id,
         messageId: found?.messages[0]?.id,
         firstInbound: true,
+        messageType: "text",
+        text: "first",
       },
-      expect.objectContaining({ messageId: found?.messages[1]?.id, firstInbound: false }),
+      expect.objectContaining({ messageId: found?.messages[1]?.id, firstInbound: false, text: "second" }),
     ]);
   });
 

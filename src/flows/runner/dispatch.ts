@@ -47,6 +47,10 @@ export async function handleInboundMessage(
   event: InboundMessageStored,
 ): Promise<DispatchOutcome> {
   const seen = await findActiveRun(deps.db, event.accountId, event.contactId);
+  // Most messages neither advance a run nor start one: settle those without the
+  // contact's lock or a receipt. (Had another message started a run meanwhile,
+  // this one arrived while the contact was free and would lose that race anyway.)
+  if (!seen && !(await anyFlowWants(deps.db, event))) return "no_trigger";
   return withContactLock(deps.pool, event, async (db) => {
     const [message] = await db
       .select()
@@ -119,7 +123,20 @@ async function offer(
   return { outcome: "no_trigger", runId: null };
 }
 
-function triggers(flow: FlowRow, message: InboundInput, firstInbound: boolean): boolean {
+async function anyFlowWants(db: Db, event: InboundMessageStored): Promise<boolean> {
+  const active = await db
+    .select({ triggerType: flows.triggerType, triggerConfig: flows.triggerConfig })
+    .from(flows)
+    .where(and(eq(flows.accountId, event.accountId), eq(flows.status, "active")));
+  const message = { type: event.messageType, text: event.text };
+  return active.some((flow) => triggers(flow, message, event.firstInbound));
+}
+
+function triggers(
+  flow: Pick<FlowRow, "triggerType" | "triggerConfig">,
+  message: Pick<InboundInput, "type" | "text">,
+  firstInbound: boolean,
+): boolean {
   switch (flow.triggerType) {
     case "keyword": {
       const trigger = readKeywordTrigger(flow.triggerConfig);
