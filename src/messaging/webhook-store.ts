@@ -16,8 +16,8 @@ export interface StoredChange {
 interface Thread {
   contactId: string;
   conversationId: string;
-  /** Whether the conversation already holds a customer message; undefined until asked. */
-  hasInbound?: boolean;
+  /** Whether the conversation already holds a customer message. */
+  hasInbound: boolean;
 }
 
 /**
@@ -65,20 +65,6 @@ async function storeMessage(
   thread: Thread,
   now: () => Date,
 ): Promise<InboundMessageStored | null> {
-  if (thread.hasInbound === undefined) {
-    const [earlier] = await tx
-      .select({ id: messages.id })
-      .from(messages)
-      .where(
-        and(
-          eq(messages.conversationId, thread.conversationId),
-          eq(messages.direction, "inbound"),
-          eq(messages.senderType, "customer"),
-        ),
-      )
-      .limit(1);
-    thread.hasInbound = earlier !== undefined;
-  }
   const createdAt = nextMessageTime(now());
   const [row] = await tx
     .insert(messages)
