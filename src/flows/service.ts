@@ -145,19 +145,51 @@ export async function getFlowWithNodesJson(
   return rows[0]?.body ?? null;
 }
 
-async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]) {
-  if (nodes.length === 0) return;
-  await tx.insert(flowNodes).values(
-    nodes.map((n, ordinal) => ({
-      flowId,
-      nodeKey: n.node_key,
-      nodeType: n.node_type,
-      config: n.config,
-      positionX: n.position_x,
-      positionY: n.position_y,
-      ordinal,
-    })),
-  );
+/**
+ * Writes nodes in one statement whatever their number: the nodes travel as one
+ * JSON parameter that PostgreSQL expands (a multi-row VALUES would need seven
+ * parameters a node). Answers the new nodes in input order.
+ */
+async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]): Promise<NodeJson[]> {
+  if (nodes.length === 0) return [];
+  const rows = nodes.map((n, ordinal) => ({
+    node_key: n.node_key,
+    node_type: n.node_type,
+    config: n.config,
+    position_x: n.position_x,
+    position_y: n.position_y,
+    ordinal,
+  }));
+  const result = await tx.execute<{
+    id: string;
+    flow_id: string;
+    node_key: string;
+    node_type: string;
+    config: Record<string, unknown>;
+    position_x: number;
+    position_y: number;
+    ordinal: number;
+    created_at: string;
+  }>(sql`
+    insert into ${flowNodes} (flow_id, node_key, node_type, config, position_x, position_y, ordinal)
+    select ${flowId}, x.node_key, x.node_type, x.config, x.position_x, x.position_y, x.ordinal
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(
+      node_key text, node_type text, config jsonb, position_x double precision,
+      position_y double precision, ordinal integer)
+    returning id, flow_id, node_key, node_type, config, position_x, position_y, ordinal,
+      ${sql.raw(iso("created_at"))} as created_at`);
+  return result.rows
+    .sort((a, b) => a.ordinal - b.ordinal)
+    .map((r) => ({
+      id: r.id,
+      flow_id: r.flow_id,
+      node_key: r.node_key,
+      node_type: r.node_type,
+      config: r.config,
+      position_x: r.position_x,
+      position_y: r.position_y,
+      created_at: new Date(r.created_at),
+    }));
 }
 
 export async function createFlow(
@@ -238,13 +270,8 @@ export async function replaceFlow(
 ) {
   if (!isUuid(input.flowId)) return null;
   return db.transaction(async (tx) => {
-    const [locked] = await tx
-      .select({ id: flows.id })
-      .from(flows)
-      .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
-      .for("update");
-    if (!locked) return null;
     const { patch } = input;
+    // The UPDATE takes the row's lock: a concurrent PUT waits here until this one commits.
     const [row] = await tx
       .update(flows)
       .set({
@@ -259,11 +286,9 @@ export async function replaceFlow(
       .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
       .returning();
     if (!row) return null;
-    if (input.nodes) {
-      await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
-      await insertNodes(tx, row.id, input.nodes);
-    }
-    return { flow: toFlowJson(row), nodes: await nodesOf(tx, row.id) };
+    if (!input.nodes) return { flow: toFlowJson(row), nodes: await nodesOf(tx, row.id) };
+    await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
+    return { flow: toFlowJson(row), nodes: await insertNodes(tx, row.id, input.nodes) };
   });
 }
 
