@@ -30,12 +30,22 @@ export async function listConversations(db: Db, input: PageInput & { accountId: 
   const page = rows.slice(0, input.limit);
 
   const ids = page.map((r) => r.conversation.id);
+  // One index probe per conversation (newest message first), however long the conversations are.
   const lasts = ids.length
     ? await db
-        .selectDistinctOn([messages.conversationId])
+        .select()
         .from(messages)
-        .where(inArray(messages.conversationId, ids))
-        .orderBy(messages.conversationId, desc(messages.createdAt), desc(messages.id))
+        .where(
+          inArray(
+            messages.id,
+            sql`(select last.id from unnest(array[${sql.join(
+              ids.map((id) => sql`${id}::uuid`),
+              sql`, `,
+            )}]) as page(id)
+              cross join lateral (select m.id from ${messages} m where m.conversation_id = page.id
+                order by m.created_at desc, m.id desc limit 1) last)`,
+          ),
+        )
     : [];
   const lastOf = new Map(lasts.map((m) => [m.conversationId, m]));
 

@@ -53,7 +53,11 @@ export const flows = pgTable(
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
   (t) => [
-    index("flows_account_created_idx").on(t.accountId, t.createdAt.desc(), t.id.desc()),
+    index("flows_account_created_idx").on(
+      t.accountId,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     index("flows_account_status_idx").on(t.accountId, t.status, t.createdAt),
   ],
 );
@@ -115,7 +119,11 @@ export const flowRuns = pgTable(
     uniqueIndex("flow_runs_one_active_per_contact_uq")
       .on(t.accountId, t.contactId)
       .where(sql`${t.status} = 'active'`),
-    index("flow_runs_flow_started_idx").on(t.flowId, t.startedAt.desc(), t.id.desc()),
+    index("flow_runs_flow_started_idx").on(
+      t.flowId,
+      t.startedAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
     index("flow_runs_active_activity_idx").on(t.lastActivityAt).where(sql`${t.status} = 'active'`),
   ],
 );

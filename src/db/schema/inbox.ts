@@ -43,7 +43,11 @@ export const conversations = pgTable(
   (t) => [
     // One conversation per contact: the thread with that customer.
     uniqueIndex("conversations_contact_uq").on(t.contactId),
-    index("conversations_account_activity_idx").on(t.accountId, t.lastMessageAt.desc(), t.id.desc()),
+    index("conversations_account_activity_idx").on(
+      t.accountId,
+      t.lastMessageAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
   ],
 );
 
