@@ -261,7 +261,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
         404: "No such flow in the caller's account",
       },
     }),
-    async (request) => {
+    async (request, reply) => {
       const caller = await sessions.require(request);
       const flowId = request.params.id;
       const accountId = caller.accountId;
@@ -278,7 +278,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
         now: deps.now(),
       });
       if (!result) throw notFound();
-      return result;
+      return reply.type("application/json; charset=utf-8").send(result);
     },
   );
 

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import type { Db, DbOrTx } from "../db/client.js";
 import { flowNodes, flows } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -110,26 +111,30 @@ async function nodesOf(db: DbOrTx, flowId: string) {
 const iso = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * GET /api/flows/{id} is the hottest read: one prepared statement in which
- * PostgreSQL builds the whole answer (the same shape as toFlowJson and
- * toNodeJson), instead of two queries whose rows are mapped and serialised here.
+ * `{ flow, nodes }` built by PostgreSQL in one statement, in the same shape as
+ * toFlowJson and toNodeJson: the hottest read (GET /api/flows/{id}) and the
+ * answer to every PUT, without mapping and serialising rows here.
  */
-const FLOW_WITH_NODES_SQL = `
+const flowWithNodesSql = (flowId: string, accountId: string) => sql`
   select json_build_object(
     'flow', json_build_object(
       'id', f.id, 'account_id', f.account_id, 'user_id', f.user_id, 'name', f.name,
       'description', f.description, 'status', f.status, 'trigger_type', f.trigger_type,
       'trigger_config', f.trigger_config, 'entry_node_id', f.entry_node_id,
       'fallback_policy', f.fallback_policy,
-      'created_at', ${iso("f.created_at")}, 'updated_at', ${iso("f.updated_at")}),
+      'created_at', ${sql.raw(iso("f.created_at"))}, 'updated_at', ${sql.raw(iso("f.updated_at"))}),
     'nodes', coalesce((
       select json_agg(json_build_object(
         'id', n.id, 'flow_id', n.flow_id, 'node_key', n.node_key, 'node_type', n.node_type,
         'config', n.config, 'position_x', n.position_x, 'position_y', n.position_y,
-        'created_at', ${iso("n.created_at")}) order by n.created_at, n.ordinal, n.id)
+        'created_at', ${sql.raw(iso("n.created_at"))}) order by n.created_at, n.ordinal, n.id)
       from flow_nodes n where n.flow_id = f.id), '[]'::json)
   )::text as body
-  from flows f where f.id = $1 and f.account_id = $2`;
+  from flows f where f.id = ${flowId} and f.account_id = ${accountId}`;
+
+// The read runs as a named prepared statement (planned once per connection):
+// the same SQL rendered once, its two parameters in the same order.
+const FLOW_WITH_NODES_TEXT = new PgDialect().sqlToQuery(flowWithNodesSql("", "")).sql;
 
 /** `{ flow, nodes }` as JSON text, or null when the flow is not in the account. */
 export async function getFlowWithNodesJson(
@@ -139,7 +144,7 @@ export async function getFlowWithNodesJson(
   if (!isUuid(input.flowId)) return null;
   const { rows } = await db.$client.query<{ body: string }>({
     name: "flow-with-nodes",
-    text: FLOW_WITH_NODES_SQL,
+    text: FLOW_WITH_NODES_TEXT,
     values: [input.flowId, input.accountId],
   });
   return rows[0]?.body ?? null;
@@ -148,10 +153,10 @@ export async function getFlowWithNodesJson(
 /**
  * Writes nodes in one statement whatever their number: the nodes travel as one
  * JSON parameter that PostgreSQL expands (a multi-row VALUES would need seven
- * parameters a node). Answers the new nodes in input order.
+ * parameters a node). `ordinal` keeps their input order.
  */
-async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]): Promise<NodeJson[]> {
-  if (nodes.length === 0) return [];
+async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]): Promise<void> {
+  if (nodes.length === 0) return;
   const rows = nodes.map((n, ordinal) => ({
     node_key: n.node_key,
     node_type: n.node_type,
@@ -160,36 +165,12 @@ async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]): Prom
     position_y: n.position_y,
     ordinal,
   }));
-  const result = await tx.execute<{
-    id: string;
-    flow_id: string;
-    node_key: string;
-    node_type: string;
-    config: Record<string, unknown>;
-    position_x: number;
-    position_y: number;
-    ordinal: number;
-    created_at: string;
-  }>(sql`
+  await tx.execute(sql`
     insert into ${flowNodes} (flow_id, node_key, node_type, config, position_x, position_y, ordinal)
     select ${flowId}, x.node_key, x.node_type, x.config, x.position_x, x.position_y, x.ordinal
     from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(
       node_key text, node_type text, config jsonb, position_x double precision,
-      position_y double precision, ordinal integer)
-    returning id, flow_id, node_key, node_type, config, position_x, position_y, ordinal,
-      ${sql.raw(iso("created_at"))} as created_at`);
-  return result.rows
-    .sort((a, b) => a.ordinal - b.ordinal)
-    .map((r) => ({
-      id: r.id,
-      flow_id: r.flow_id,
-      node_key: r.node_key,
-      node_type: r.node_type,
-      config: r.config,
-      position_x: r.position_x,
-      position_y: r.position_y,
-      created_at: new Date(r.created_at),
-    }));
+      position_y double precision, ordinal integer)`);
 }
 
 export async function createFlow(
@@ -260,7 +241,7 @@ export interface FlowPatch {
 
 /**
  * PUT: changes the supplied fields, always moves updated_at, and when `nodes`
- * is given replaces every node. One transaction holding the flow row's lock,
+ * is given replaces every node. Answers the new `{ flow, nodes }` as JSON text. One transaction holding the flow row's lock,
  * so concurrent replacements apply one after the other and a failure keeps the
  * previous state whole. Null when the flow is gone (or was never visible).
  */
@@ -286,9 +267,12 @@ export async function replaceFlow(
       .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
       .returning();
     if (!row) return null;
-    if (!input.nodes) return { flow: toFlowJson(row), nodes: await nodesOf(tx, row.id) };
-    await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
-    return { flow: toFlowJson(row), nodes: await insertNodes(tx, row.id, input.nodes) };
+    if (input.nodes) {
+      await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
+      await insertNodes(tx, row.id, input.nodes);
+    }
+    const { rows } = await tx.execute<{ body: string }>(flowWithNodesSql(row.id, input.accountId));
+    return rows[0]?.body ?? null;
   });
 }
 
