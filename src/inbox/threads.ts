@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
-import { contacts, conversations, messages } from "../db/schema/index.js";
+import { contacts, conversations } from "../db/schema/index.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 
 let lastMessageMs = 0;
@@ -16,8 +16,7 @@ export function nextMessageTime(now: Date): Date {
 }
 
 /**
- * The contact for a WhatsApp id and its conversation, created when missing,
- * and whether that conversation already holds a message from the customer.
+ * The contact for a WhatsApp id and its conversation, created when missing.
  * A newer profile name replaces the stored one. Both upserts lock their row
  * until the transaction ends, so concurrent writers to one conversation take
  * turns.
@@ -25,7 +24,7 @@ export function nextMessageTime(now: Date): Date {
 export async function upsertThread(
   tx: DbOrTx,
   input: { accountId: string; waId: string; name: string | null; now: Date },
-): Promise<{ contactId: string; conversationId: string; hasInbound: boolean }> {
+): Promise<{ contactId: string; conversationId: string }> {
   const [contact] = await tx
     .insert(contacts)
     .values({
@@ -50,15 +49,9 @@ export async function upsertThread(
       target: conversations.contactId,
       set: { updatedAt: sql`${conversations.updatedAt}` },
     })
-    .returning({
-      id: conversations.id,
-      // Whether the customer has written here before, asked in the same round trip.
-      // (Qualified by hand: drizzle writes a bare "id" in RETURNING, which the subquery would take as m.id.)
-      hasInbound: sql<boolean>`exists (select 1 from ${messages} m where m.conversation_id = "conversations"."id"
-        and m.direction = 'inbound' and m.sender_type = 'customer')`,
-    });
+    .returning({ id: conversations.id });
   if (!conversation) throw new Error("conversation upsert returned nothing");
-  return { contactId: contact.id, conversationId: conversation.id, hasInbound: conversation.hasInbound };
+  return { contactId: contact.id, conversationId: conversation.id };
 }
 
 /**

@@ -1,8 +1,9 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
-import { messageReactions, messages } from "../db/schema/index.js";
+import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import type { InboundMessageStored } from "../events.js";
-import { nextMessageTime, touchConversation, upsertThread } from "../inbox/threads.js";
+import { nextMessageTime, upsertThread } from "../inbox/threads.js";
+import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
 import type { InboundMessage, InboundReaction, StatusUpdate, WebhookChange } from "./webhook-payload.js";
 
@@ -16,8 +17,6 @@ export interface StoredChange {
 interface Thread {
   contactId: string;
   conversationId: string;
-  /** Whether the conversation already holds a customer message. */
-  hasInbound: boolean;
 }
 
 /**
@@ -29,6 +28,13 @@ export async function storeChange(
   db: Db,
   input: { accountId: string; change: WebhookChange; now: () => Date },
 ): Promise<StoredChange> {
+  const { change } = input;
+  const [only] = change.items;
+  // What Meta sends most: one message and nothing else. Its one statement is atomic on its own.
+  if (change.items.length === 1 && only?.kind === "message" && change.statuses.length === 0) {
+    const stored = await withDeadlockRetry(() => storeMessage(db, input.accountId, only, change, input.now));
+    return { inbound: stored ? [stored] : [], notes: [] };
+  }
   return withDeadlockRetry(() =>
     db.transaction(async (tx) => {
       const result: StoredChange = { inbound: [], notes: [] };
@@ -36,73 +42,94 @@ export async function storeChange(
       const thread = async (waId: string) => {
         let found = threads.get(waId);
         if (!found) {
-          const name = input.change.profiles.get(waId) ?? null;
+          const name = change.profiles.get(waId) ?? null;
           found = await upsertThread(tx, { accountId: input.accountId, waId, name, now: input.now() });
           threads.set(waId, found);
         }
         return found;
       };
 
-      for (const item of input.change.items) {
+      for (const item of change.items) {
         if (item.kind === "reaction") {
           const note = await storeReaction(tx, input.accountId, item, thread);
           if (note) result.notes.push(`reaction ${item.upstreamId}: ${note}`);
           continue;
         }
-        const stored = await storeMessage(tx, input.accountId, item, await thread(item.from), input.now);
+        const stored = await storeMessage(tx, input.accountId, item, change, input.now);
         if (stored) result.inbound.push(stored);
       }
-      for (const update of input.change.statuses) await applyStatus(tx, input.accountId, update, input.now());
+      for (const update of change.statuses) await applyStatus(tx, input.accountId, update, input.now());
       return result;
     }),
   );
 }
 
+/**
+ * Stores a customer message in one statement: the contact (created, or its
+ * profile name refreshed), its conversation (created, or its activity moved
+ * and a closed one reopened, unless the message is a redelivery), and the
+ * message itself, once per upstream id. A concurrent delivery of the same
+ * message waits on the conversation row, then finds the message there.
+ */
 async function storeMessage(
-  tx: DbOrTx,
+  db: DbOrTx,
   accountId: string,
   message: InboundMessage,
-  thread: Thread,
+  change: WebhookChange,
   now: () => Date,
 ): Promise<InboundMessageStored | null> {
   const createdAt = nextMessageTime(now());
-  const [row] = await tx
-    .insert(messages)
-    .values({
-      accountId,
-      conversationId: thread.conversationId,
-      messageId: message.upstreamId,
-      direction: "inbound",
-      senderType: "customer",
-      type: message.type,
-      text: message.text,
-      interactive: message.interactive as Record<string, unknown> | null,
-      media: message.media,
-      payload: message.payload,
-      contextMessageId: message.contextMessageId,
-      status: "received",
-      upstreamTimestamp: message.timestamp,
-      createdAt,
-      updatedAt: createdAt,
-    })
-    .onConflictDoNothing({ target: [messages.accountId, messages.messageId] })
-    .returning({ id: messages.id });
-  if (!row) return null;
-
-  const firstInbound = !thread.hasInbound;
-  thread.hasInbound = true;
-  await touchConversation(tx, {
-    conversationId: thread.conversationId,
-    at: createdAt,
-    reopen: true,
-    now: now(),
-  });
+  const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+  const { rows } = await db.execute<{
+    contact_id: string;
+    conversation_id: string;
+    has_inbound: boolean;
+    message_id: string | null;
+  }>(sql`
+    with contact as (
+      insert into ${contacts} (account_id, wa_id, name, phone)
+      values (${accountId}, ${message.from}, ${change.profiles.get(message.from) ?? null},
+              ${toUpstreamPhone(message.from)})
+      on conflict (account_id, wa_id) do update
+        set name = coalesce(excluded.name, contacts.name), updated_at = ${now()}
+      returning id
+    ), redelivery as (
+      select exists (select 1 from ${messages} where account_id = ${accountId}
+                     and message_id = ${message.upstreamId}) as yes
+    ), conversation as (
+      insert into ${conversations} (account_id, contact_id, last_message_at)
+      select ${accountId}, contact.id, ${createdAt} from contact
+      on conflict (contact_id) do update set
+        last_message_at = case when (select yes from redelivery) then conversations.last_message_at
+                          else greatest(conversations.last_message_at, excluded.last_message_at) end,
+        status = case when conversations.status = 'closed' and not (select yes from redelivery) then 'open'
+                 else conversations.status end,
+        updated_at = case when (select yes from redelivery) then conversations.updated_at else ${now()} end
+      returning id, exists (select 1 from ${messages} m where m.conversation_id = conversations.id
+                            and m.direction = 'inbound' and m.sender_type = 'customer') as has_inbound
+    ), message as (
+      insert into ${messages} (account_id, conversation_id, message_id, direction, sender_type, type, text,
+                               interactive, media, payload, context_message_id, status, upstream_timestamp,
+                               created_at, updated_at)
+      select ${accountId}, conversation.id, ${message.upstreamId}, 'inbound', 'customer', ${message.type},
+             ${message.text}, ${json(message.interactive)}::jsonb, ${json(message.media)}::jsonb,
+             ${json(message.payload)}::jsonb, ${message.contextMessageId}, 'received', ${message.timestamp},
+             ${createdAt}, ${createdAt}
+      from conversation
+      on conflict (account_id, message_id) do nothing
+      returning id
+    )
+    select (select id from contact) as contact_id, conversation.id as conversation_id, conversation.has_inbound,
+           (select id from message) as message_id
+    from conversation`);
+  const row = rows[0];
+  if (!row?.message_id) return null;
   return {
     accountId,
-    contactId: thread.contactId,
-    conversationId: thread.conversationId,
-    messageId: row.id,
-    firstInbound,
+    contactId: row.contact_id,
+    conversationId: row.conversation_id,
+    messageId: row.message_id,
+    firstInbound: !row.has_inbound,
     messageType: message.type,
     text: message.text,
   };
