@@ -4,6 +4,7 @@ import type { Db, DbOrTx } from "../db/client.js";
 import { flowNodes, flows } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
+import { encodeCursor, type Position } from "../http/pagination.js";
 import type { NodeInput } from "./nodes.js";
 import { findTemplate } from "./templates.js";
 import type { FlowStatus, TriggerType } from "./triggers.js";
@@ -49,22 +50,7 @@ export type NodeJson = ReturnType<typeof toNodeJson>;
 /** Without a limit a list answers at most this many flows. */
 export const DEFAULT_LIST_LIMIT = 1000;
 
-/** Opaque page cursor: the (created_at, id) of the last flow of the previous page. */
-export function encodeCursor(row: { createdAt: Date; id: string }): string {
-  return Buffer.from(`${row.createdAt.toISOString()}|${row.id}`).toString("base64url");
-}
-
-export function decodeCursor(cursor: string): { createdAt: Date; id: string } | null {
-  const [iso, id, ...rest] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
-  if (rest.length || !iso || !isUuid(id) || !/^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(iso)) return null;
-  const createdAt = new Date(iso);
-  return Number.isNaN(createdAt.getTime()) ? null : { createdAt, id };
-}
-
-export async function listFlows(
-  db: Db,
-  input: { accountId: string; limit?: number; after?: { createdAt: Date; id: string } },
-) {
+export async function listFlows(db: Db, input: { accountId: string; limit?: number; after?: Position }) {
   const limit = input.limit ?? DEFAULT_LIST_LIMIT;
   const rows = await db
     .select()
@@ -73,7 +59,7 @@ export async function listFlows(
       and(
         eq(flows.accountId, input.accountId),
         input.after
-          ? sql`(${flows.createdAt}, ${flows.id}) < (${input.after.createdAt}, ${input.after.id})`
+          ? sql`(${flows.createdAt}, ${flows.id}) < (${input.after.at}, ${input.after.id})`
           : undefined,
       ),
     )
@@ -83,7 +69,7 @@ export async function listFlows(
   const last = page.at(-1);
   return {
     flows: page.map(toFlowJson),
-    next_cursor: rows.length > limit && last ? encodeCursor(last) : null,
+    next_cursor: rows.length > limit && last ? encodeCursor({ at: last.createdAt, id: last.id }) : null,
   };
 }
 

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import { isUuid } from "../http/ids.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { type ReactionJson, toConversationJson, toMessageJson } from "./json.js";
 
 export interface PageInput {

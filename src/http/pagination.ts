@@ -1,5 +1,5 @@
-import { ApiError } from "../http/errors.js";
-import { isUuid } from "../http/ids.js";
+import { ApiError } from "./errors.js";
+import { isUuid } from "./ids.js";
 
 /** A keyset position: the (timestamp, id) of the last row of a page. */
 export interface Position {
