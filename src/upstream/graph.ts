@@ -5,6 +5,9 @@
  * access token.
  */
 
+import http from "node:http";
+import https from "node:https";
+
 export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response";
 
 export class GraphApiError extends Error {
@@ -134,34 +137,27 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
     new GraphApiError(`Upstream did not answer within ${timeoutMs / 1000} s`, { kind: "timeout", status });
 
   async function call(method: "GET" | "POST", path: string, accessToken: string, body?: unknown) {
-    let response: Response;
-    try {
-      response = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${accessToken}`,
-          accept: "application/json",
-          ...(body === undefined ? {} : { "content-type": "application/json" }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-    } catch (error) {
-      if (isTimeout(error)) throw timeoutError();
-      throw new GraphApiError("Could not reach the upstream messaging platform", { kind: "network" });
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const answer = await send(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${accessToken}`,
+        accept: "application/json",
+        ...(payload === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: payload,
+      timeoutMs,
+    });
+    if (answer.kind === "timeout") throw timeoutError(answer.status);
+    if (answer.kind === "network") {
+      throw new GraphApiError(
+        answer.status === undefined
+          ? "Could not reach the upstream messaging platform"
+          : "The upstream connection closed before the answer was complete",
+        { kind: "network", status: answer.status },
+      );
     }
-
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      // The timeout covers the whole answer: a body that stalls is a timeout too.
-      if (isTimeout(error)) throw timeoutError(response.status);
-      throw new GraphApiError("The upstream connection closed before the answer was complete", {
-        kind: "network",
-        status: response.status,
-      });
-    }
+    const { text, status } = answer;
     let json: unknown;
     try {
       json = text === "" ? undefined : JSON.parse(text);
@@ -176,7 +172,7 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
         typeof envelope.message === "string" && envelope.message ? envelope.message : "Upstream error",
         {
           kind: "api",
-          status: response.status,
+          status,
           code: typeof envelope.code === "number" ? envelope.code : undefined,
           subcode: typeof envelope.error_subcode === "number" ? envelope.error_subcode : undefined,
           type: typeof envelope.type === "string" ? envelope.type : undefined,
@@ -185,10 +181,10 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
         },
       );
     }
-    if (!response.ok) {
-      throw new GraphApiError(`Upstream answered HTTP ${response.status} without an error description`, {
+    if (status < 200 || status >= 300) {
+      throw new GraphApiError(`Upstream answered HTTP ${status} without an error description`, {
         kind: "invalid_response",
-        status: response.status,
+        status,
       });
     }
     if (json === undefined || json === null || typeof json !== "object") {
@@ -196,7 +192,7 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
         text === ""
           ? "Upstream answered with an empty body"
           : "Upstream answered with a body that is not JSON",
-        { kind: "invalid_response", status: response.status },
+        { kind: "invalid_response", status },
       );
     }
     return json as Record<string, unknown>;
@@ -242,13 +238,70 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
   };
 }
 
-function isTimeout(error: unknown): boolean {
-  const name = (error as { name?: string } | null)?.name;
-  return name === "TimeoutError" || name === "AbortError";
-}
-
 function expectSuccess(json: Record<string, unknown>) {
   if (json.success !== true) {
     throw new GraphApiError("Upstream did not confirm success", { kind: "invalid_response" });
   }
+}
+
+type Answer =
+  | { kind: "answer"; status: number; text: string }
+  | { kind: "timeout"; status?: number }
+  | { kind: "network"; status?: number };
+
+// Keep-alive agents shared by every client: one connection pool per protocol.
+// (node:http rather than fetch: fetch's machinery costs tens of MB of memory
+// under load for what is a small JSON request.)
+const agents = {
+  "http:": new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  "https:": new https.Agent({ keepAlive: true, maxSockets: 64 }),
+};
+
+/**
+ * One HTTP exchange with a deadline covering connect, answer and body: a body
+ * that stalls past it is a timeout too. `status` is set once headers arrived.
+ */
+function send(
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number },
+): Promise<Answer> {
+  return new Promise((resolve) => {
+    const target = new URL(url);
+    const transport = target.protocol === "https:" ? https : http;
+    let status: number | undefined;
+    let settled = false;
+    const settle = (answer: Answer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(answer);
+    };
+    const request = transport.request(
+      target,
+      {
+        method: init.method,
+        headers: {
+          ...init.headers,
+          ...(init.body === undefined ? {} : { "content-length": Buffer.byteLength(init.body) }),
+        },
+        agent: agents[target.protocol as keyof typeof agents],
+      },
+      (response) => {
+        status = response.statusCode ?? 0;
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () =>
+          settle({ kind: "answer", status: status ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+        );
+        response.on("aborted", () => settle({ kind: "network", status }));
+        response.on("error", () => settle({ kind: "network", status }));
+      },
+    );
+    const timer = setTimeout(() => {
+      settle({ kind: "timeout", status });
+      request.destroy();
+    }, init.timeoutMs);
+    request.on("error", () => settle({ kind: "network", status }));
+    request.end(init.body);
+  });
 }
