@@ -264,17 +264,21 @@ async function main() {
   ];
 
   let peakRss = rssOf(service.pid!);
+  let scenarioPeak = 0;
   const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, rssOf(service.pid!));
+    const now = rssOf(service.pid!);
+    peakRss = Math.max(peakRss, now);
+    scenarioPeak = Math.max(scenarioPeak, now);
   }, 100);
 
-  const results: Record<string, LoadResult & { label: string }> = {};
+  const results: Record<string, Result> = {};
   for (const { key, label, scenario } of scenarios) {
     if (only && key !== "baseline" && !only.includes(key)) continue;
+    scenarioPeak = 0;
     // A short warm-up, then the measured run.
     await runLoad({ ...scenario, durationSeconds: 1 });
     const result = await runLoad(scenario);
-    results[key] = { ...result, label };
+    results[key] = { ...result, label, peakRss: key === "baseline" ? 0 : scenarioPeak };
     log(
       `${label}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ""}`,
     );
@@ -306,8 +310,11 @@ async function main() {
 
 // --- reporting ---------------------------------------------------------------
 
+/** A scenario's figures; peakRss is the service's during it (MB; 0 for the baseline, another process). */
+type Result = LoadResult & { label: string; peakRss: number };
+
 function renderReport(input: {
-  results: Record<string, LoadResult & { label: string }>;
+  results: Record<string, Result>;
   idleRss: number;
   peakRss: number;
   seedSeconds: number;
@@ -315,10 +322,10 @@ function renderReport(input: {
 }) {
   const { results } = input;
   const b = results.baseline!;
-  const row = (r: LoadResult & { label: string }) =>
-    `| ${r.label} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${(r.rps / b.rps).toFixed(2)} | ${(r.p99 / Math.max(b.p99, 1)).toFixed(1)} | ${r.non2xx + r.errors} |`;
+  const row = (r: Result) =>
+    `| ${r.label} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${(r.rps / b.rps).toFixed(2)} | ${(r.p99 / Math.max(b.p99, 1)).toFixed(1)} | ${r.non2xx + r.errors} | ${r.peakRss ? r.peakRss.toFixed(0) : "-"} |`;
   const header =
-    "| scenario | req/s | p50 ms | p99 ms | req/s vs baseline | p99 vs baseline | non-2xx + errors |\n|---|---:|---:|---:|---:|---:|---:|";
+    "| scenario | req/s | p50 ms | p99 ms | req/s vs baseline | p99 vs baseline | non-2xx + errors | service peak RSS MB |\n|---|---:|---:|---:|---:|---:|---:|---:|";
   const table = [header, ...Object.values(results).map(row)].join("\n");
 
   const service = Object.entries(results).filter(([k]) => k !== "baseline");
