@@ -1,0 +1,1 @@
+DROP INDEX "flow_nodes_flow_order_idx";
