@@ -55,6 +55,20 @@ const menuNodes = [
   { node_key: "done", node_type: "end", config: {} },
 ];
 
+type StoredText = { id: string; text: string | null };
+
+/** The event the webhook emits for a stored text of a known conversation (not its first). */
+function storedEvent(thread: { contactId: string; conversationId: string }, message: StoredText) {
+  return {
+    accountId: w.accountId,
+    ...thread,
+    messageId: message.id,
+    firstInbound: false,
+    messageType: "text",
+    text: message.text,
+  };
+}
+
 describe("concurrency", () => {
   beforeEach(resetSandbox);
 
@@ -93,17 +107,7 @@ describe("concurrency", () => {
       ),
     );
     const outcomes = await Promise.all(
-      batch.map((m) =>
-        handleInboundMessage(w.t.app.deps, {
-          accountId: w.accountId,
-          contactId,
-          conversationId,
-          messageId: m.id,
-          firstInbound: false,
-          messageType: "text",
-          text: m.text,
-        }),
-      ),
+      batch.map((m) => handleInboundMessage(w.t.app.deps, storedEvent({ contactId, conversationId }, m))),
     );
     expect(outcomes.filter((o) => o === "started")).toHaveLength(1);
     expect(outcomes.every((o) => ["started", "lost_race", "advanced"].includes(o))).toBe(true);
@@ -116,15 +120,7 @@ describe("concurrency", () => {
     const ivy = customer(w, "Ivy");
     await ivy.text("hello there");
     const { contactId, id: conversationId } = await conversationOf(w, ivy);
-    const event = (m: { id: string; text: string | null }) => ({
-      accountId: w.accountId,
-      contactId,
-      conversationId,
-      messageId: m.id,
-      firstInbound: false,
-      messageType: "text",
-      text: m.text,
-    });
+    const event = (m: StoredText) => storedEvent({ contactId, conversationId }, m);
     const chatter = await insertMessage(w.t, {
       accountId: w.accountId,
       conversationId,
@@ -145,15 +141,7 @@ describe("concurrency", () => {
     await max.text("hello");
     const { contactId, id: conversationId } = await conversationOf(w, max);
     const message = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "twice" });
-    const event = {
-      accountId: w.accountId,
-      contactId,
-      conversationId,
-      messageId: message.id,
-      firstInbound: false,
-      messageType: "text",
-      text: message.text,
-    };
+    const event = storedEvent({ contactId, conversationId }, message);
     w.sandbox.clearRequests();
     const [a, b] = await Promise.all([
       handleInboundMessage(w.t.app.deps, event),
@@ -249,15 +237,7 @@ describe("edits and deletion mid-run", () => {
     const reply = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "not a button" });
     // The reprompt's send is slow; the flow is deleted while it is on the wire.
     w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { delayMs: 400 });
-    const advancing = handleInboundMessage(w.t.app.deps, {
-      accountId: w.accountId,
-      contactId,
-      conversationId,
-      messageId: reply.id,
-      firstInbound: false,
-      messageType: "text",
-      text: reply.text,
-    });
+    const advancing = handleInboundMessage(w.t.app.deps, storedEvent({ contactId, conversationId }, reply));
     await waitFor(() => sentMessages(w, rex.waId).length === 2);
     await deleteFlow(w, flowId);
     await expect(advancing).resolves.toBe("run_gone");
