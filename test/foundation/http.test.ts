@@ -1,6 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestApp, signUp, type TestApp } from "../helpers/harness.js";
+import { insertChannelConfig } from "../helpers/fixtures.js";
+import { createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -126,6 +127,36 @@ describe("health, docs and logs", () => {
     expect(Object.keys(spec.json().paths)).toEqual(expect.arrayContaining(["/api/me", "/api/accounts"]));
     const page = await t.app.inject({ url: "/docs" });
     expect([200, 302]).toContain(page.statusCode);
+  });
+
+  it("masks the secrets that travel in URLs: the webhook verify token and invitation tokens", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const { verifyToken } = await insertChannelConfig(t, { accountId, userId: user.id });
+    const handshake = await t.app.inject({
+      url: `/api/messaging/webhook?hub.mode=subscribe&hub.verify_token=${verifyToken}&hub.challenge=12345`,
+    });
+    expect(handshake.statusCode).toBe(200);
+    expect(handshake.body).toBe("12345");
+
+    const invite = await t.app.inject({
+      method: "POST",
+      url: "/api/accounts/invitations",
+      headers: user.headers,
+    });
+    const invitationToken = invite.json().invitation.token as string;
+    const invitee = await signUp(t.app);
+    const accepted = await t.app.inject({
+      method: "POST",
+      url: `/api/invitations/${invitationToken}/accept`,
+      headers: invitee.headers,
+    });
+    expect(accepted.statusCode).toBe(200);
+
+    const logs = t.logs();
+    expect(logs).toContain("hub.verify_token=[redacted]");
+    expect(logs).toContain("/api/invitations/[redacted]/accept");
+    expect(logs).not.toContain(String(verifyToken));
+    expect(logs).not.toContain(invitationToken);
   });
 
   it("writes JSON log lines with a request id and never the session token or password", async () => {
