@@ -1,5 +1,6 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
+import { pgErrorCode } from "../db/errors.js";
 import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import type { InboundMessageStored } from "../events.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
@@ -204,14 +205,7 @@ async function withDeadlockRetry<T>(run: () => Promise<T>): Promise<T> {
     try {
       return await run();
     } catch (error) {
-      if (attempt >= 3 || !RETRYABLE.has(pgCode(error) ?? "")) throw error;
+      if (attempt >= 3 || !RETRYABLE.has(pgErrorCode(error) ?? "")) throw error;
     }
   }
-}
-
-/** The PostgreSQL error code, also when drizzle wraps the driver's error. */
-export function pgCode(error: unknown): string | undefined {
-  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
-  const code = e?.code ?? e?.cause?.code;
-  return typeof code === "string" ? code : undefined;
 }

@@ -2,6 +2,7 @@ import { eq, inArray } from "drizzle-orm";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { AppDeps } from "../app.js";
+import { pgErrorCode } from "../db/errors.js";
 import { messagingConfigs } from "../db/schema/index.js";
 import type { InboundMessageStored } from "../events.js";
 import { tryParseJson } from "../http/body.js";
@@ -9,7 +10,7 @@ import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
 import { readWebhookBatch } from "./webhook-payload.js";
 import { verifyWebhookSignature } from "./webhook-signature.js";
-import { pgCode, storeChange } from "./webhook-store.js";
+import { storeChange } from "./webhook-store.js";
 
 export const WEBHOOK_PATH = "/api/messaging/webhook";
 
@@ -113,7 +114,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
           // Only the code and text: the query parameters hold customer messages.
           const cause = (error as { cause?: unknown }).cause ?? error;
           request.log.error(
-            { at: change.at, code: pgCode(error), reason: (cause as Error).message },
+            { at: change.at, code: pgErrorCode(error), reason: (cause as Error).message },
             "webhook change could not be stored",
           );
         }

@@ -1,5 +1,6 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
+import { pgErrorCode } from "../../db/errors.js";
 import { conversations, flowMessageReceipts, flowRuns, flows, messages } from "../../db/schema/index.js";
 import type { InboundMessageStored } from "../../events.js";
 import { ApiError } from "../../http/errors.js";
@@ -14,7 +15,7 @@ import {
   walk,
 } from "./engine.js";
 import { matchesKeyword, readKeywordTrigger } from "./rules.js";
-import { addRunEvent, findActiveRun, pgErrorCode, type RunRow, withContactLock } from "./store.js";
+import { addRunEvent, findActiveRun, type RunRow, withContactLock } from "./store.js";
 
 /**
  * What the runner did with an inbound message:

@@ -2,6 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { Db } from "../../db/client.js";
+import { pgErrorCode } from "../../db/errors.js";
 import * as schema from "../../db/schema/index.js";
 import { flowRunEvents, flowRuns } from "../../db/schema/index.js";
 
@@ -38,13 +39,6 @@ export class RunGone extends Error {
 }
 
 const FOREIGN_KEY_VIOLATION = "23503";
-
-/** The PostgreSQL error code, also when drizzle wraps the driver's error. */
-export function pgErrorCode(error: unknown): string | undefined {
-  const e = error as { code?: unknown; cause?: { code?: unknown } } | null;
-  const code = e?.code ?? e?.cause?.code;
-  return typeof code === "string" ? code : undefined;
-}
 
 export async function addRunEvent(
   db: Db,
