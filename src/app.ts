@@ -9,10 +9,11 @@ import Fastify, {
 } from "fastify";
 import { createAuth } from "./auth/auth.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
-import { createSessions, type Sessions } from "./auth/session.js";
+import { createSessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
-import { type AppEvents, createEvents } from "./events.js";
+import type { AppDeps } from "./deps.js";
+import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
@@ -21,10 +22,10 @@ import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { loggerOptions } from "./logging.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
-import { createTokenCipher, type TokenCipher } from "./messaging/crypto.js";
+import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
-import { createGraphClient, type GraphClient } from "./upstream/graph.js";
+import { createGraphClient } from "./upstream/graph.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -45,18 +46,6 @@ export interface AppOptions {
   now?: () => Date;
   /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
   sessionCacheTtlMs?: number;
-}
-
-/** What route modules get: the shared services, built once per app. */
-export interface AppDeps {
-  config: Config;
-  db: Database["db"];
-  pool: Database["pool"];
-  sessions: Sessions;
-  cipher: TokenCipher;
-  graph: GraphClient;
-  events: AppEvents;
-  now: () => Date;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {

@@ -6,8 +6,8 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from "rate-limiter-flexible";
-import type { AppDeps } from "../app.js";
 import type { RateLimitSetting } from "../config.js";
+import type { AppDeps } from "../deps.js";
 import { ApiError } from "./errors.js";
 
 export interface RateLimiter {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../app.js";
 import { requireAccount } from "../auth/session.js";
+import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { notFound } from "../http/errors.js";
 import { docs } from "../http/openapi.js";

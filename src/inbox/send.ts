@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
-import type { AppDeps } from "../app.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
+import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";

@@ -5,8 +5,8 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../app.js";
 import { requireAccount } from "../auth/session.js";
+import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";

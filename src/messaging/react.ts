@@ -1,9 +1,9 @@
 import { and, eq } from "drizzle-orm";
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../app.js";
 import { requireAccount } from "../auth/session.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
+import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";

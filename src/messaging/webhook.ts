@@ -1,9 +1,9 @@
 import { eq, inArray } from "drizzle-orm";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../app.js";
 import { pgErrorCode } from "../db/errors.js";
 import { messagingConfigs } from "../db/schema/index.js";
+import type { AppDeps } from "../deps.js";
 import type { InboundMessageStored } from "../events.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";

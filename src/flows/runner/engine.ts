@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
-import type { AppDeps } from "../../app.js";
 import type { Db } from "../../db/client.js";
 import { contacts, conversations, flowNodes, type flows, profiles } from "../../db/schema/index.js";
+import type { AppDeps } from "../../deps.js";
 import { isUuid } from "../../http/ids.js";
 import { resolveFallbackPolicy } from "../triggers.js";
 import { buildNodeMessage, replyChoices } from "./outbound.js";

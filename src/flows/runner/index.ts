@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { AppDeps } from "../../app.js";
+import type { AppDeps } from "../../deps.js";
 import { handleInboundMessage } from "./dispatch.js";
 import { registerRunRoutes } from "./routes.js";
 import { SWEEP_INTERVAL_MS, sweepTimedOutRuns } from "./timeouts.js";

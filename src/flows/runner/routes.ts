@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { AppDeps } from "../../app.js";
 import { requireAccount } from "../../auth/session.js";
 import type { Db } from "../../db/client.js";
 import { contacts, flowRunEvents, flowRuns } from "../../db/schema/index.js";
+import type { AppDeps } from "../../deps.js";
 import { readJsonObject } from "../../http/body.js";
 import { ApiError, notFound } from "../../http/errors.js";
 import { isUuid } from "../../http/ids.js";
