@@ -19,17 +19,19 @@ async function main() {
   let embedded: EmbeddedPostgres | undefined;
   let database: Database | undefined;
   let app: FastifyInstance | undefined;
-  const stopAll = async () => {
-    if (app) {
-      // Stop taking requests (idle keep-alive connections are closed at once)
-      // and let the ones in flight finish, within a bound.
-      const server = app.server;
-      const drain = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
-      await app.close().finally(() => clearTimeout(drain));
-    }
-    await database?.close();
-    await embedded?.stop();
-  };
+  let stopped: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopped ??= (async () => {
+      if (app) {
+        // Stop taking requests (idle keep-alive connections are closed at once)
+        // and let the ones in flight finish, within a bound.
+        const server = app.server;
+        const drain = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+        await app.close().finally(() => clearTimeout(drain));
+      }
+      await database?.close();
+      await embedded?.stop();
+    })());
 
   let stopping: string | undefined;
   const shutdown = async (signal: string) => {

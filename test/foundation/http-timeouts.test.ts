@@ -56,7 +56,7 @@ function exchange(...chunks: string[]): Promise<string> {
 
 const bodyOf = (response: string) => JSON.parse(response.slice(response.indexOf("\r\n\r\n") + 4));
 
-describe("HTTP timeouts", () => {
+describe("HTTP timeouts and limits", () => {
   it("answers 408 and closes the connection when the body stops short of its Content-Length", async () => {
     const response = await exchange(
       "POST /api/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n",
@@ -70,6 +70,14 @@ describe("HTTP timeouts", () => {
     const response = await exchange("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ");
     expect(response).toMatch(/^HTTP\/1\.1 408 /);
     expect(bodyOf(response)).toEqual({ error: "Request timeout" });
+  });
+
+  it("answers 431 when the headers are larger than the server accepts", async () => {
+    const response = await exchange(
+      `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+    );
+    expect(response).toMatch(/^HTTP\/1\.1 431 /);
+    expect(bodyOf(response)).toEqual({ error: "Request headers are too large" });
   });
 
   it("serves complete requests, and an idle keep-alive connection longer than the request timeout", async () => {
