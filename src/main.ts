@@ -9,7 +9,7 @@ import { runMigrations } from "./db/migrate.js";
 /** How long in-flight requests may finish after SIGTERM before their connections are cut. */
 const DRAIN_MS = 10_000;
 /** The last resort: the process exits (code 1) this long after SIGTERM whatever still hangs. */
-const FORCE_EXIT_MS = 20_000;
+const FORCE_EXIT_MS = 25_000;
 
 async function main() {
   const startedAt = performance.now();
