@@ -25,6 +25,7 @@ beforeAll(async () => {
     config: testConfig({ databaseUrl: url }),
     database,
     logger: pino({ level: "silent" }),
+    workers: false,
     requestTimeoutMs: 1_000,
     headersTimeoutMs: 500,
   });
@@ -111,6 +112,7 @@ describe("HTTP timeouts and limits", () => {
       config: testConfig({ databaseUrl: "postgres://unused@127.0.0.1:1/none" }),
       database,
       logger: pino({ level: "silent" }),
+      workers: false,
     });
     try {
       expect([REQUEST_TIMEOUT_MS, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS]).toEqual([
