@@ -325,7 +325,9 @@ describe.runIf(linux)("the compiled service", () => {
       // A request whose body is still coming when the signal arrives.
       const inFlight = connect();
       inFlight.socket.write("POST /api/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Length: 15\r\n\r\n{");
-      await sleep(200);
+      // Let the server read the headers: the connection is then busy, not idle.
+      await new Promise((r) => inFlight.socket.once("connect", r));
+      await sleep(1_000);
 
       service.kill("SIGTERM");
       expect(await idle.closed).toMatch(/^HTTP\/1\.1 200 /);
