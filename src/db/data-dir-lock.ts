@@ -20,21 +20,43 @@ export interface DataDirLock {
   release(): Promise<void>;
 }
 
+/** Lock files held by this process (its own pid in a lock file says nothing about them). */
+const held = new Set<string>();
+
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   const file = path.join(dataDir, LOCK_FILE);
+  if (held.has(file)) {
+    throw new StartupError(`DATA_DIR ${dataDir} is already in use by this process (pid ${process.pid})`);
+  }
+  held.add(file);
   const mine = `${process.pid}\n${startTimeOf(process.pid) ?? ""}\n`;
-  for (let attempt = 0; attempt < 10; attempt++) {
-    if (await createExclusively(file, mine)) {
-      return {
-        release: async () => {
-          const content = await fs.readFile(file, "utf8").catch(() => undefined);
-          if (content === mine) await fs.rm(file, { force: true });
-        },
-      };
-    }
+  const lock: DataDirLock = {
+    release: async () => {
+      if (!held.delete(file)) return;
+      const content = await fs.readFile(file, "utf8").catch(() => undefined);
+      if (content === mine) await fs.rm(file, { force: true });
+    },
+  };
+  try {
+    await acquire(dataDir, file, mine);
+    return lock;
+  } catch (error) {
+    held.delete(file);
+    throw error;
+  }
+}
+
+async function acquire(dataDir: string, file: string, mine: string): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    if (await createExclusively(file, mine)) return;
     const content = await fs.readFile(file, "utf8").catch(() => undefined);
     if (content === undefined) continue; // released meanwhile: try again
     const owner = parseOwner(content);
+    if (!owner && attempt < 10) {
+      // Being written by a starting service (where the lock cannot be linked into place): look again.
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
     if (owner && isRunning(owner)) {
       throw new StartupError(
         `DATA_DIR ${dataDir} is in use by a running wa-inbox service (pid ${owner.pid}): stop it first, or start this one with another DATA_DIR`,
@@ -45,7 +67,11 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   throw new StartupError(`could not take the lock ${file}: other services keep starting on this DATA_DIR`);
 }
 
-/** Creates `file` with its whole content, or reports that it already exists (never a half-written lock). */
+/**
+ * Creates `file` with its whole content, or reports that it already exists:
+ * written aside, then linked into place, so no one reads a half-written lock.
+ * On a file system without hard links, an exclusive create does.
+ */
 async function createExclusively(file: string, content: string): Promise<boolean> {
   const staging = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
   await fs.writeFile(staging, content, { mode: 0o644 });
@@ -54,7 +80,13 @@ async function createExclusively(file: string, content: string): Promise<boolean
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-    throw error;
+    return await fs.writeFile(file, content, { mode: 0o644, flag: "wx" }).then(
+      () => true,
+      (failure: NodeJS.ErrnoException) => {
+        if (failure.code === "EEXIST") return false;
+        throw failure;
+      },
+    );
   } finally {
     await fs.rm(staging, { force: true });
   }
