@@ -88,7 +88,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       // Node checks for expired requests at this interval (its default, 30 s, would double the timeout).
       connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4))),
     },
-    // On close, idle keep-alive connections are closed at once; the ones with a request in flight when it ends.
+    // On close, idle keep-alive connections are closed at once, busy ones once answered (see onSend below).
     forceCloseConnections: "idle",
     // HTTP framing errors and timeouts never reach a route: answer them in the API's shape too.
     clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
