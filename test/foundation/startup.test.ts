@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 const root = path.resolve(import.meta.dirname, "../..");
 let dataDir: string;
 let port: number;
+const children: ChildProcess[] = [];
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -30,6 +31,7 @@ function start(): ChildProcess & { output: () => string } {
   for (const name of ["DATABASE_URL", "ENCRYPTION_KEY", "AUTH_SECRET", "NODE_ENV", "REDIS_URL"])
     delete env[name];
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env });
+  children.push(child);
   let output = "";
   child.stdout?.on("data", (c) => {
     output += c;
@@ -72,6 +74,8 @@ beforeAll(async () => {
   port = await freePort();
 });
 afterAll(async () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   const pid = postgresPid();
   if (pid && existsSync(`/proc/${pid}`)) process.kill(pid, "SIGINT");
   await fs.rm(dataDir, { recursive: true, force: true });
@@ -104,7 +108,7 @@ describe("npm start entry", () => {
     console.log(`start-up to /readyz: cold ${coldMs} ms, warm ${warmMs} ms`);
     warm.kill("SIGTERM");
     expect(await exited(warm)).toBe(0);
-  });
+  }, 180_000);
 
   it("recovers after kill -9 left its PostgreSQL running", async () => {
     const first = start();
@@ -119,5 +123,5 @@ describe("npm start entry", () => {
     expect(postgresPid()).not.toBe(orphan);
     second.kill("SIGTERM");
     expect(await exited(second)).toBe(0);
-  });
+  }, 180_000);
 });
