@@ -33,29 +33,7 @@ export async function listConversations(
   db: Db,
   input: PageInput & ConversationFilters & { accountId: string },
 ) {
-  const after = input.cursor ? decodeCursor(input.cursor) : null;
-  const rows = await db
-    .select({ conversation: conversations, contact: contacts })
-    .from(conversations)
-    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
-    .where(
-      and(
-        eq(conversations.accountId, input.accountId),
-        input.status ? eq(conversations.status, input.status) : undefined,
-        input.assignedTo === null
-          ? isNull(conversations.assignedTo)
-          : input.assignedTo
-            ? eq(conversations.assignedTo, input.assignedTo)
-            : undefined,
-        input.tag ? sql`${contacts.tags} @> array[${input.tag}]::text[]` : undefined,
-        input.q ? matchingSearch(input.accountId, input.q) : undefined,
-        after
-          ? sql`(${conversations.lastMessageAt}, ${conversations.id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
-          : undefined,
-      ),
-    )
-    .orderBy(desc(conversations.lastMessageAt), desc(conversations.id))
-    .limit(input.limit + 1);
+  const rows = await conversationPageQuery(db, input);
   const page = rows.slice(0, input.limit);
 
   const ids = page.map((r) => r.conversation.id);
@@ -86,6 +64,33 @@ export async function listConversations(
     next_cursor:
       rows.length > input.limit && last ? encodeCursor({ at: last.lastMessageAt, id: last.id }) : null,
   };
+}
+
+/** The statement of one page of the filtered list (a row more than the page, to tell whether more follow). */
+export function conversationPageQuery(db: Db, input: PageInput & ConversationFilters & { accountId: string }) {
+  const after = input.cursor ? decodeCursor(input.cursor) : null;
+  return db
+    .select({ conversation: conversations, contact: contacts })
+    .from(conversations)
+    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
+    .where(
+      and(
+        eq(conversations.accountId, input.accountId),
+        input.status ? eq(conversations.status, input.status) : undefined,
+        input.assignedTo === null
+          ? isNull(conversations.assignedTo)
+          : input.assignedTo
+            ? eq(conversations.assignedTo, input.assignedTo)
+            : undefined,
+        input.tag ? sql`${contacts.tags} @> array[${input.tag}]::text[]` : undefined,
+        input.q ? matchingSearch(input.accountId, input.q) : undefined,
+        after
+          ? sql`(${conversations.lastMessageAt}, ${conversations.id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
+          : undefined,
+      ),
+    )
+    .orderBy(desc(conversations.lastMessageAt), desc(conversations.id))
+    .limit(input.limit + 1);
 }
 
 /**
