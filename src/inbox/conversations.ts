@@ -67,7 +67,10 @@ export async function listConversations(
 }
 
 /** The statement of one page of the filtered list (a row more than the page, to tell whether more follow). */
-export function conversationPageQuery(db: Db, input: PageInput & ConversationFilters & { accountId: string }) {
+export function conversationPageQuery(
+  db: Db,
+  input: PageInput & ConversationFilters & { accountId: string },
+) {
   const after = input.cursor ? decodeCursor(input.cursor) : null;
   return db
     .select({ conversation: conversations, contact: contacts })

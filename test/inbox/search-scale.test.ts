@@ -44,7 +44,8 @@ beforeAll(async () => {
     );
   }
   // What autovacuum does to a table that grew: statistics, and GIN pending lists merged.
-  for (const table of ["contacts", "conversations", "messages"]) await t.database.pool.query(`vacuum analyze ${table}`);
+  for (const table of ["contacts", "conversations", "messages"])
+    await t.database.pool.query(`vacuum analyze ${table}`);
 }, 300_000);
 afterAll(() => t.close());
 
