@@ -349,13 +349,17 @@ describe("sign-up and account names", () => {
 });
 
 describe("the webhook", () => {
-  const post = (raw: string) =>
-    w.t.app.inject({
+  /** Posts a signed delivery and waits until its job has stored it. */
+  const post = async (raw: string) => {
+    const response = await w.t.app.inject({
       method: "POST",
       url: "/api/messaging/webhook",
       headers: { "content-type": "application/json", "x-hub-signature-256": signPayload(raw, APP_SECRET) },
       payload: raw,
     });
+    await w.t.app.deps.jobs.drain();
+    return response;
+  };
   /** A signed batch of these messages from one customer of the world's number. */
   const batch = (...items: Json[]) => {
     const { payload } = inboundTextPayload({
