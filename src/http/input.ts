@@ -107,29 +107,11 @@ export function headerTokenProblem(value: string, max: number): string | null {
 }
 
 /** An upstream object id that is placed in a URL path (phone number id, business account id). */
-export const UPSTREAM_ID_MAX_LENGTH = 64;
-export const UPSTREAM_ID = /^[A-Za-z0-9._-]+$/;
+const UPSTREAM_ID_MAX_LENGTH = 64;
+const UPSTREAM_ID = /^[A-Za-z0-9._-]+$/;
 export const upstreamIdProblem = (value: string): string | null =>
   value.length > UPSTREAM_ID_MAX_LENGTH
     ? `must be at most ${UPSTREAM_ID_MAX_LENGTH} characters`
     : UPSTREAM_ID.test(value)
       ? null
       : "must contain only letters, digits, '.', '_' or '-'";
-
-/** A JSON object (not an array or null) that PostgreSQL can store as jsonb. */
-export const storableJsonObject = z
-  .custom<Record<string, unknown>>(
-    (v) => v !== null && typeof v === "object" && !Array.isArray(v),
-    "must be an object",
-  )
-  .superRefine((value, ctx) => {
-    const problem = jsonValueProblem(value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  });
-
-/** A query parameter given once (`?a=1&a=2` is an array, which no route takes). */
-export const singleQueryValue = (max: number) =>
-  z
-    .string({ error: "must be given once" })
-    .max(max, `must be at most ${max} characters`)
-    .refine(isStorable, UNSTORABLE_MESSAGE);
