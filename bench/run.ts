@@ -22,7 +22,17 @@ import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
 import { type DurableResults, drainJobs, runDurableBench } from "./durable.js";
 import type { LoadResult, Scenario } from "./load.js";
-import { FULL, ids, linkUser, phoneNumberIdOf, QUICK, type Shape, seedAccounts, waIdOf } from "./seed.js";
+import {
+  FULL,
+  ids,
+  linkUser,
+  phoneNumberIdOf,
+  QUICK,
+  type Shape,
+  seedAccounts,
+  waIdOf,
+  withoutSearchIndex,
+} from "./seed.js";
 
 const root = path.resolve(import.meta.dirname, "..");
 const quick = process.argv.includes("--quick");
@@ -72,21 +82,27 @@ async function main() {
   log(
     `seeding ${shape.accounts} accounts of ${shape.members} members, ${shape.flows} flows x ${shape.nodesPerFlow} nodes, ${shape.contacts} contacts x ${shape.messagesPerContact} messages`,
   );
-  await seedAccounts(db, shape, 1, cipher.encrypt(accessToken), log);
-  log("seeding the scale accounts: 100 flows / 100 messages, and 10,000 flows / 10,000 messages");
-  await seedAccounts(
+  await withoutSearchIndex(
     db,
-    { ...shape, accounts: 1, members: 1, flows: 100, contacts: 1, messagesPerContact: 100 },
-    small,
-    cipher.encrypt(accessToken),
-    () => {},
-  );
-  await seedAccounts(
-    db,
-    { ...shape, accounts: 1, members: 1, flows: 10_000, contacts: 1, messagesPerContact: 10_000 },
-    large,
-    cipher.encrypt(accessToken),
-    () => {},
+    async () => {
+      await seedAccounts(db, shape, 1, cipher.encrypt(accessToken), log);
+      log("seeding the scale accounts: 100 flows / 100 messages, and 10,000 flows / 10,000 messages");
+      await seedAccounts(
+        db,
+        { ...shape, accounts: 1, members: 1, flows: 100, contacts: 1, messagesPerContact: 100 },
+        small,
+        cipher.encrypt(accessToken),
+        () => {},
+      );
+      await seedAccounts(
+        db,
+        { ...shape, accounts: 1, members: 1, flows: 10_000, contacts: 1, messagesPerContact: 10_000 },
+        large,
+        cipher.encrypt(accessToken),
+        () => {},
+      );
+    },
+    log,
   );
   await db.query("vacuum analyze");
   const seedSeconds = Math.round((Date.now() - seedStarted) / 1000);
@@ -154,6 +170,9 @@ async function main() {
     }));
   const putPaths = (from: number) =>
     Array.from({ length: 50 }, (_, i) => `/api/flows/${ids.flow(1, from + i)}`);
+
+  // A contact deep in the list (not on its first page), found by search.
+  const searchedContact = Math.ceil(shape.contacts * 0.4321);
 
   // --- scenarios -------------------------------------------------------------
   const base = { durationSeconds: duration, connections };
@@ -231,6 +250,31 @@ async function main() {
       scenario: {
         ...base,
         url: `${api}/api/conversations/${ids.conversation(1, 1)}/messages`,
+        method: "GET",
+        headers: auth(member),
+      },
+    },
+    {
+      key: "conversations",
+      label: `GET /api/conversations (first page of ${shape.contacts.toLocaleString("en")})`,
+      scenario: { ...base, url: `${api}/api/conversations?limit=50`, method: "GET", headers: auth(member) },
+    },
+    {
+      key: "search",
+      label: `GET /api/conversations?q= (a contact's name, ${shape.contacts.toLocaleString("en")} conversations)`,
+      scenario: {
+        ...base,
+        url: `${api}/api/conversations?limit=50&q=${encodeURIComponent(`Customer ${searchedContact}`)}`,
+        method: "GET",
+        headers: auth(member),
+      },
+    },
+    {
+      key: "search_text",
+      label: `GET /api/conversations?q= (words of a message, ${shape.contacts.toLocaleString("en")} conversations)`,
+      scenario: {
+        ...base,
+        url: `${api}/api/conversations?limit=50&q=${encodeURIComponent(`in conversation ${searchedContact}`)}`,
         method: "GET",
         headers: auth(member),
       },

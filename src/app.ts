@@ -10,7 +10,9 @@ import Fastify, {
 import { createAuth } from "./auth/auth.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
+import { registerCannedResponseRoutes } from "./canned/routes.js";
 import type { Config } from "./config.js";
+import { registerContactRoutes } from "./contacts/routes.js";
 import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
 import { registerFlowRoutes } from "./flows/routes.js";
@@ -216,6 +218,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerMessagingConfigRoutes(app, deps);
   registerWebhookRoutes(app, deps);
   registerInboxRoutes(app, deps);
+  registerContactRoutes(app, deps);
+  registerCannedResponseRoutes(app, deps);
   registerFlowRoutes(app, deps);
   registerRunner(app, deps);
   registerReactionRoutes(app, deps);

@@ -1,9 +1,21 @@
 import { betterAuth } from "better-auth";
 import { drizzleAdapter } from "better-auth/adapters/drizzle";
+import { APIError, createAuthMiddleware } from "better-auth/api";
 import { bearer } from "better-auth/plugins";
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { authCredentials, profiles, sessions, users, verifications } from "../db/schema/index.js";
+import { storableProblem } from "../http/input.js";
+
+/** Longest accepted user fields (better-auth itself bounds only the password). */
+const USER_FIELD_LIMITS: Array<[string, number]> = [
+  ["name", 200],
+  ["email", 320],
+  ["image", 2048],
+  ["password", 1024],
+  ["newPassword", 1024],
+  ["currentPassword", 1024],
+];
 
 export function createAuth(db: Db, config: Pick<Config, "publicUrl" | "authSecret" | "env">) {
   return betterAuth({
@@ -26,6 +38,18 @@ export function createAuth(db: Db, config: Pick<Config, "publicUrl" | "authSecre
     rateLimit: { enabled: false },
     telemetry: { enabled: false },
     logger: { disabled: config.env === "test" },
+    // The shared input policy (http/input.ts) for what better-auth stores about a user.
+    hooks: {
+      before: createAuthMiddleware(async (ctx) => {
+        const body = ctx.body as Record<string, unknown> | undefined;
+        if (!body || typeof body !== "object") return;
+        for (const [field, max] of USER_FIELD_LIMITS) {
+          const value = body[field];
+          const problem = typeof value === "string" ? storableProblem(value, max) : null;
+          if (problem) throw new APIError("BAD_REQUEST", { message: `${field}: ${problem}` });
+        }
+      }),
+    },
     databaseHooks: {
       user: {
         create: {

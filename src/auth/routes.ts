@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Db } from "../db/client.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
+import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
 import { requireAccount, type Sessions } from "./session.js";
@@ -15,8 +16,8 @@ import {
   toAccountJson,
 } from "./tenancy.js";
 
-const accountBody = z.object({ name: z.string().trim().min(1, "name is required").max(200) });
-const invitationBody = z.object({ email: z.string().trim().email().max(320).nullish() });
+const accountBody = z.object({ name: storableString({ trim: true, min: 1, max: 200 }) });
+const invitationBody = z.object({ email: z.string().trim().max(320).email().nullish() });
 
 export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions }) {
   const { db, sessions } = deps;

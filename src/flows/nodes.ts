@@ -1,4 +1,5 @@
 import { ApiError } from "../http/errors.js";
+import { isStorable, jsonValueProblem, UNSTORABLE_MESSAGE } from "../http/input.js";
 
 /**
  * The node model of a flow (product.md section 4). Edges live inside each
@@ -214,28 +215,8 @@ export function outgoingKeys(node: { node_type: string; config: unknown }): stri
   return [...new Set(keys)];
 }
 
-/**
- * What is wrong with a JSON value that Postgres or this API cannot keep:
- * nesting deeper than `maxDepth` (the value itself is depth 1) or a NUL
- * character, which jsonb and text columns reject. Stops descending at the
- * limit, so hostile nesting costs nothing.
- */
-export function jsonValueProblem(value: unknown, maxDepth = CONFIG_MAX_DEPTH): string | null {
-  const walk = (v: unknown, depth: number): string | null => {
-    if (typeof v === "string") return v.includes("\u0000") ? "contains a NUL character" : null;
-    if (typeof v === "number") return Number.isFinite(v) ? null : "contains a number out of range";
-    if (v === null || typeof v !== "object") return null;
-    if (depth > maxDepth) return `is nested deeper than ${maxDepth} levels`;
-    const entries = Array.isArray(v) ? v.map((x) => ["", x] as const) : Object.entries(v);
-    for (const [k, child] of entries) {
-      if (k.includes("\u0000")) return "contains a NUL character";
-      const problem = walk(child, depth + 1);
-      if (problem) return problem;
-    }
-    return null;
-  };
-  return walk(value, 1);
-}
+/** What is wrong with a node's config for storage (see http/input.ts), nested at most CONFIG_MAX_DEPTH. */
+export const configProblem = (value: unknown) => jsonValueProblem(value, CONFIG_MAX_DEPTH);
 
 /**
  * The shape check of PUT /api/flows/{id} `nodes`: drafts may be incomplete, so
@@ -260,13 +241,13 @@ export function checkNodeShapes(value: unknown): NodeInput[] {
     if (nodeKey.length > NODE_KEY_MAX_LENGTH) {
       return fail(`node_key must be at most ${NODE_KEY_MAX_LENGTH} characters`);
     }
-    if (nodeKey.includes("\u0000")) return fail("node_key contains a NUL character");
+    if (!isStorable(nodeKey)) return fail(`node_key ${UNSTORABLE_MESSAGE}`);
     if (typeof raw.node_type !== "string") return fail("node_type must be a string", nodeKey);
     if (!isNodeType(raw.node_type)) {
       return fail(`node_type "${raw.node_type}" is not one of ${NODE_TYPES.join(", ")}`, nodeKey);
     }
     if (!isObject(raw.config)) return fail("config must be an object", nodeKey);
-    const problem = jsonValueProblem(raw.config);
+    const problem = configProblem(raw.config);
     if (problem) return fail(`config ${problem}`, nodeKey);
     const position = (name: "position_x" | "position_y"): number => {
       const p = raw[name];

@@ -4,10 +4,11 @@ import { requireAccount, type Sessions } from "../auth/session.js";
 import type { Db } from "../db/client.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
+import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { decodeCursor } from "../http/pagination.js";
 import { parse } from "../http/validation.js";
-import { checkNodeShapes, jsonValueProblem, NODE_KEY_MAX_LENGTH, NODE_TYPES } from "./nodes.js";
+import { checkNodeShapes, configProblem, NODE_KEY_MAX_LENGTH, NODE_TYPES } from "./nodes.js";
 import {
   cloneTemplate,
   createFlow,
@@ -25,12 +26,7 @@ export const NAME_MAX_LENGTH = 200;
 export const DESCRIPTION_MAX_LENGTH = 5000;
 export const LIST_LIMIT_MAX = 200;
 
-const noNul = (value: string) => !value.includes("\u0000");
-const text = (max: number) =>
-  z
-    .string({ error: "must be a string" })
-    .max(max, `must be at most ${max} characters`)
-    .refine(noNul, "must not contain NUL characters");
+const text = (max: number) => storableString({ max });
 
 /** A JSON object (not an array or null) that Postgres can store. */
 const jsonObject = z
@@ -39,7 +35,7 @@ const jsonObject = z
     "must be an object",
   )
   .superRefine((value, ctx) => {
-    const problem = jsonValueProblem(value);
+    const problem = configProblem(value);
     if (problem) ctx.addIssue({ code: "custom", message: problem });
   });
 
@@ -58,11 +54,11 @@ const createBody = z.object({
   description: text(DESCRIPTION_MAX_LENGTH).nullable().optional(),
   trigger_type: triggerType.optional(),
   trigger_config: jsonObject.optional(),
-  template_slug: z.string({ error: "must be a string" }).optional(),
+  template_slug: text(100).optional(),
 });
 
 const templateBody = z.object({
-  template_slug: z.string({ error: "must be a string" }),
+  template_slug: text(100),
   name: text(NAME_MAX_LENGTH).nullable().optional(),
 });
 

@@ -26,6 +26,7 @@ export function toFlowJson(row: FlowRow) {
     trigger_config: row.triggerConfig,
     entry_node_id: row.entryNodeId,
     fallback_policy: row.fallbackPolicy,
+    execution_count: row.executionCount,
     created_at: row.createdAt,
     updated_at: row.updatedAt,
   };
@@ -107,7 +108,7 @@ const flowWithNodesSql = (flowId: string, accountId: string) => sql`
       'id', f.id, 'account_id', f.account_id, 'user_id', f.user_id, 'name', f.name,
       'description', f.description, 'status', f.status, 'trigger_type', f.trigger_type,
       'trigger_config', f.trigger_config, 'entry_node_id', f.entry_node_id,
-      'fallback_policy', f.fallback_policy,
+      'fallback_policy', f.fallback_policy, 'execution_count', f.execution_count,
       'created_at', ${sql.raw(iso("f.created_at"))}, 'updated_at', ${sql.raw(iso("f.updated_at"))}),
     'nodes', coalesce((
       select json_agg(json_build_object(

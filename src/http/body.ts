@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import secureJson from "secure-json-parse";
 import { ApiError } from "./errors.js";
+import { jsonDepth, MAX_JSON_DEPTH } from "./input.js";
 
 /** Parsed body, or the raw text is not JSON. */
 export type ParsedBody = { ok: true; value: unknown } | { ok: false };
@@ -23,10 +24,16 @@ export function tryParseJson(request: FastifyRequest): ParsedBody {
   }
 }
 
-/** Parses the body or throws 400 `Invalid JSON`. */
+/**
+ * Parses the body or throws 400 `Invalid JSON`; a document nested deeper than
+ * any route takes is refused before anything walks it.
+ */
 export function readJson(request: FastifyRequest): unknown {
   const parsed = tryParseJson(request);
   if (!parsed.ok) throw new ApiError(400, "Invalid JSON");
+  if (jsonDepth(parsed.value) > MAX_JSON_DEPTH) {
+    throw new ApiError(400, `Invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   return parsed.value;
 }
 

@@ -1,32 +1,39 @@
-import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
+import { contacts, conversations, messageReactions, messages, profiles } from "../db/schema/index.js";
+import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { type ReactionJson, toConversationJson, toMessageJson } from "./json.js";
+import { searchPatterns } from "./search.js";
 
 export interface PageInput {
   limit: number;
   cursor?: string;
 }
 
-/** The account's conversations, most recent activity first, each with its contact and last message. */
-export async function listConversations(db: Db, input: PageInput & { accountId: string }) {
-  const after = input.cursor ? decodeCursor(input.cursor) : null;
-  const rows = await db
-    .select({ conversation: conversations, contact: contacts })
-    .from(conversations)
-    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
-    .where(
-      and(
-        eq(conversations.accountId, input.accountId),
-        after
-          ? sql`(${conversations.lastMessageAt}, ${conversations.id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
-          : undefined,
-      ),
-    )
-    .orderBy(desc(conversations.lastMessageAt), desc(conversations.id))
-    .limit(input.limit + 1);
+export type ConversationStatus = (typeof conversations.$inferSelect)["status"];
+
+export interface ConversationFilters {
+  status?: ConversationStatus;
+  /** A user id, or null for unassigned conversations. */
+  assignedTo?: string | null;
+  /** A tag of the conversation's contact. */
+  tag?: string;
+  /** Substring of the contact's name or phone, or of any message's text. */
+  q?: string;
+}
+
+/**
+ * The account's conversations, most recent activity first, each with its
+ * contact and last message, narrowed by the filters. Search reads the pg_trgm
+ * indexes of contact names and phones and of message texts.
+ */
+export async function listConversations(
+  db: Db,
+  input: PageInput & ConversationFilters & { accountId: string },
+) {
+  const rows = await conversationPageQuery(db, input);
   const page = rows.slice(0, input.limit);
 
   const ids = page.map((r) => r.conversation.id);
@@ -57,6 +64,114 @@ export async function listConversations(db: Db, input: PageInput & { accountId: 
     next_cursor:
       rows.length > input.limit && last ? encodeCursor({ at: last.lastMessageAt, id: last.id }) : null,
   };
+}
+
+/** The statement of one page of the filtered list (a row more than the page, to tell whether more follow). */
+export function conversationPageQuery(
+  db: Db,
+  input: PageInput & ConversationFilters & { accountId: string },
+) {
+  const after = input.cursor ? decodeCursor(input.cursor) : null;
+  return db
+    .select({ conversation: conversations, contact: contacts })
+    .from(conversations)
+    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
+    .where(
+      and(
+        eq(conversations.accountId, input.accountId),
+        input.status ? eq(conversations.status, input.status) : undefined,
+        input.assignedTo === null
+          ? isNull(conversations.assignedTo)
+          : input.assignedTo
+            ? eq(conversations.assignedTo, input.assignedTo)
+            : undefined,
+        input.tag ? sql`${contacts.tags} @> array[${input.tag}]::text[]` : undefined,
+        input.q ? matchingSearch(input.accountId, input.q) : undefined,
+        after
+          ? sql`(${conversations.lastMessageAt}, ${conversations.id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
+          : undefined,
+      ),
+    )
+    .orderBy(desc(conversations.lastMessageAt), desc(conversations.id))
+    .limit(input.limit + 1);
+}
+
+/**
+ * The account's conversations whose contact's name or phone, or any of whose
+ * messages, contains the text: each arm a bitmap scan of its trigram index.
+ */
+function matchingSearch(accountId: string, q: string) {
+  const pattern = searchPatterns(q);
+  const phone = pattern.phone ? sql` or ct.phone like ${pattern.phone}` : sql``;
+  return sql`${conversations.id} in (
+    select cv.id from ${contacts} ct join ${conversations} cv on cv.contact_id = ct.id
+      where ct.account_id = ${accountId} and (ct.name ilike ${pattern.text}${phone})
+    union
+    select m.conversation_id from ${messages} m
+      where m.account_id = ${accountId} and m.text ilike ${pattern.text})`;
+}
+
+/** How many conversations are in each status, and how many open ones are the caller's or nobody's. */
+export async function countConversations(db: Db, input: { accountId: string; userId: string }) {
+  const [row] = await db
+    .select({
+      open: sql<number>`count(*) filter (where ${conversations.status} = 'open')::int`,
+      pending: sql<number>`count(*) filter (where ${conversations.status} = 'pending')::int`,
+      closed: sql<number>`count(*) filter (where ${conversations.status} = 'closed')::int`,
+      mine: sql<number>`count(*) filter (where ${conversations.status} <> 'closed' and ${conversations.assignedTo} = ${input.userId})::int`,
+      unassigned: sql<number>`count(*) filter (where ${conversations.status} <> 'closed' and ${conversations.assignedTo} is null)::int`,
+    })
+    .from(conversations)
+    .where(eq(conversations.accountId, input.accountId));
+  return row ?? { open: 0, pending: 0, closed: 0, mine: 0, unassigned: 0 };
+}
+
+/** The conversation as the API shows it (contact and last message), or null. */
+export async function getConversationJson(db: Db, accountId: string, id: string) {
+  const found = await findConversation(db, accountId, id);
+  if (!found) return null;
+  const [last] = await db
+    .select()
+    .from(messages)
+    .where(eq(messages.conversationId, id))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(1);
+  return toConversationJson(found.conversation, found.contact, last ?? null);
+}
+
+/**
+ * Sets a conversation's status and/or assignee. The assignee must be a member
+ * of the account (400); null unassigns. Null when the conversation is not the
+ * account's.
+ */
+export async function updateConversation(
+  db: Db,
+  input: {
+    accountId: string;
+    id: string;
+    patch: { status?: ConversationStatus; assigned_to?: string | null };
+    now: Date;
+  },
+) {
+  const { patch } = input;
+  if (patch.assigned_to) {
+    const [member] = await db
+      .select({ userId: profiles.userId })
+      .from(profiles)
+      .where(and(eq(profiles.userId, patch.assigned_to), eq(profiles.accountId, input.accountId)));
+    if (!member) throw new ApiError(400, "assigned_to: must be a member of the account");
+  }
+  const updated = await db
+    .update(conversations)
+    .set({
+      ...(patch.status !== undefined && { status: patch.status }),
+      ...(patch.assigned_to !== undefined && { assignedTo: patch.assigned_to }),
+      updatedAt: input.now,
+    })
+    .where(and(eq(conversations.id, input.id), eq(conversations.accountId, input.accountId)))
+    .returning({ id: conversations.id });
+  if (updated.length === 0) return null;
+  return getConversationJson(db, input.accountId, input.id);
 }
 
 /** The conversation and its contact, when it belongs to the account; malformed ids match nothing. */

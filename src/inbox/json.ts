@@ -44,12 +44,18 @@ export const toContactJson = (c: ContactRow) => ({
   name: c.name,
   phone: c.phone,
   tags: c.tags,
+  attributes: c.attributes,
+  opted_out: c.optedOut,
+  created_at: c.createdAt,
+  updated_at: c.updatedAt,
 });
 
 export const toConversationJson = (c: ConversationRow, contact: ContactRow, last: MessageRow | null) => ({
   id: c.id,
   status: c.status,
   assigned_to: c.assignedTo,
+  // Why a flow handed the conversation to agents, when one did.
+  handoff_note: c.handoffNote,
   last_message_at: c.lastMessageAt,
   created_at: c.createdAt,
   contact: toContactJson(contact),

@@ -1,27 +1,54 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { optedOutError } from "../contacts/contacts.js";
+import { tag } from "../contacts/fields.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
-import { notFound } from "../http/errors.js";
+import { ApiError, notFound } from "../http/errors.js";
+import { isUuid } from "../http/ids.js";
+import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
+import { pageQuery } from "../http/pagination.js";
 import { parse } from "../http/validation.js";
-import { findConversation, listConversations, listMessages } from "./conversations.js";
+import {
+  countConversations,
+  findConversation,
+  listConversations,
+  listMessages,
+  updateConversation,
+} from "./conversations.js";
+import { MAX_TEXT_LENGTH } from "./limits.js";
+import { addNote } from "./notes.js";
+import { searchQuery } from "./search.js";
 import { sendAgentText } from "./send.js";
 
-export const MAX_TEXT_LENGTH = 4096;
+const STATUSES = ["open", "pending", "closed"] as const;
+const status = z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` });
 
-const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z.string().min(1).optional(),
+const listQuery = pageQuery.extend({
+  status: status.optional(),
+  assigned_to: z
+    .string({ error: "must be given once" })
+    .refine((v) => v === "me" || v === "none" || isUuid(v), "must be me, none or a user id")
+    .optional()
+    .describe("`me`, `none` (unassigned) or a user id"),
+  tag: tag.optional().describe("A tag of the conversation's contact"),
+  q: searchQuery.describe(
+    "Substring of the contact's name or phone, or of any message's text (at least 3 characters; indexed)",
+  ),
 });
 const idParams = z.object({ id: z.string() });
-const sendBody = z.object({
-  text: z
-    .string({ error: "text must be a string" })
-    .trim()
-    .min(1, "text is required")
-    .max(MAX_TEXT_LENGTH, `text must be at most ${MAX_TEXT_LENGTH} characters`),
+const text = storableString({ trim: true, min: 1, max: MAX_TEXT_LENGTH });
+const sendBody = z.object({ text });
+const noteBody = z.object({ text });
+const patchBody = z.object({
+  status: status.optional(),
+  assigned_to: z
+    .string({ error: "must be a user id or null" })
+    .refine(isUuid, "must be a user id or null")
+    .nullable()
+    .optional(),
 });
 
 const TAGS = ["inbox"];
@@ -40,14 +67,83 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     docs({
       tags: TAGS,
       summary: "The account's conversations, most recent activity first",
-      description: "Each with its contact and last message. Pages with `limit` and `cursor` (`next_cursor`).",
-      querystring: pageQuery,
-      responses: { 200: "`{ conversations, next_cursor }`", 400: "Bad limit or cursor" },
+      description:
+        "Each with its contact and last message. Filters: `status`, `assigned_to` (`me`, `none` or a user id), `tag` (a contact tag), `q` (contact name or phone, or message text). Pages with `limit` and `cursor` (`next_cursor`).",
+      querystring: listQuery,
+      responses: {
+        200: "`{ conversations, next_cursor }`",
+        400: "Bad filter, limit or cursor",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireAccount(caller);
+      const { assigned_to, ...query } = parse(listQuery, request.query);
+      const assignedTo =
+        assigned_to === undefined
+          ? undefined
+          : assigned_to === "me"
+            ? caller.userId
+            : assigned_to === "none"
+              ? null
+              : assigned_to;
+      return listConversations(db, { accountId, ...query, assignedTo });
+    },
+  );
+
+  app.get(
+    "/api/conversations/counts",
+    docs({
+      tags: TAGS,
+      summary:
+        "How many conversations are open, pending and closed, and how many open ones are yours or nobody's",
+      description: "`mine` and `unassigned` count conversations that are not closed.",
+      responses: {
+        200: "`{ open, pending, closed, mine, unassigned }`",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireAccount(caller);
+      return countConversations(db, { accountId, userId: caller.userId });
+    },
+  );
+
+  app.patch<{ Params: { id: string } }>(
+    "/api/conversations/:id",
+    docs({
+      tags: TAGS,
+      summary: "Set a conversation's status or assignee",
+      description: "`assigned_to` must be a member of the account; null unassigns.",
+      params: idParams,
+      body: patchBody,
+      responses: {
+        200: "`{ conversation }`",
+        400: "Invalid JSON, no field to change, a bad status, or an assignee who is not a member",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+        404: "Not found",
+      },
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
-      const page = parse(pageQuery, request.query);
-      return listConversations(db, { accountId, ...page });
+      const { conversation } = await conversationOf(accountId, request.params.id);
+      const patch = parse(patchBody, readJsonObject(request));
+      if (patch.status === undefined && patch.assigned_to === undefined) {
+        throw new ApiError(400, "Nothing to change: send status or assigned_to");
+      }
+      const updated = await updateConversation(db, {
+        accountId,
+        id: conversation.id,
+        patch,
+        now: deps.now(),
+      });
+      if (!updated) throw notFound();
+      return { conversation: updated };
     },
   );
 
@@ -55,10 +151,16 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     "/api/conversations/:id/messages",
     docs({
       tags: TAGS,
-      summary: "A conversation's messages, oldest first, each with its reactions",
+      summary: "A conversation's messages and notes, oldest first, each with its reactions",
       params: idParams,
       querystring: pageQuery,
-      responses: { 200: "`{ messages, next_cursor }`", 400: "Bad limit or cursor", 404: "Not found" },
+      responses: {
+        200: "`{ messages, next_cursor }`",
+        400: "Bad limit or cursor",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+        404: "Not found",
+      },
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
@@ -80,7 +182,10 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         201: "`{ message }`, status `sent`",
         400: "Bad text, channel not configured, or the contact has no phone",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
         404: "Not found",
+        422: '`{ error, code: "opted_out" }`: the contact has opted out',
         502: "The upstream platform refused or did not answer: `{ error, message }`",
       },
     }),
@@ -89,11 +194,44 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       const accountId = requireAccount(caller);
       const { conversation, contact } = await conversationOf(accountId, request.params.id);
       const { text } = parse(sendBody, readJsonObject(request));
+      if (contact.optedOut) throw optedOutError();
       const message = await sendAgentText(deps, {
         accountId,
         userId: caller.userId,
         conversationId: conversation.id,
         contactPhone: contact.phone,
+        text,
+      });
+      return reply.code(201).send({ message });
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    "/api/conversations/:id/notes",
+    docs({
+      tags: TAGS,
+      summary: "Leave an internal note in the conversation (never sent to the contact)",
+      description:
+        "The note is a message of type `note`, direction `internal`, status `stored`, listed in the thread with the others.",
+      params: idParams,
+      body: noteBody,
+      responses: {
+        201: "`{ message }`",
+        400: "Invalid JSON or a bad text",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+        404: "Not found",
+      },
+    }),
+    async (request, reply) => {
+      const caller = await sessions.require(request);
+      const accountId = requireAccount(caller);
+      const { conversation } = await conversationOf(accountId, request.params.id);
+      const { text } = parse(noteBody, readJsonObject(request));
+      const message = await addNote(deps, {
+        accountId,
+        userId: caller.userId,
+        conversationId: conversation.id,
         text,
       });
       return reply.code(201).send({ message });

@@ -9,6 +9,7 @@ import { requireAccount } from "../auth/session.js";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
+import { headerTokenProblem, storableProblem, upstreamIdProblem } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { GraphApiError, type PhoneInfo } from "../upstream/graph.js";
 import {
@@ -342,8 +343,22 @@ function readSaveInput(request: FastifyRequest): SaveInput {
   ) {
     throw new ApiError(400, "pin must be a string of exactly 6 digits");
   }
+  // Every value bound for the upstream (a URL path, the Authorization header) or for storage
+  // is checked here, before the first upstream call: a bad field never leaves half a save done.
+  const problems: Array<[string, string | null]> = [
+    ["phone_number_id", upstreamIdProblem(phoneNumberId)],
+    ["access_token", headerTokenProblem(accessToken, ACCESS_TOKEN_MAX_LENGTH)],
+    ["business_account_id", businessAccountId === null ? null : upstreamIdProblem(businessAccountId)],
+    ["verify_token", verifyToken === null ? null : storableProblem(verifyToken, VERIFY_TOKEN_MAX_LENGTH)],
+  ];
+  for (const [field, problem] of problems) {
+    if (problem) throw new ApiError(400, `${field}: ${problem}`);
+  }
   return { phoneNumberId, accessToken, businessAccountId, verifyToken, pin: pin ? (pin as string) : null };
 }
+
+const ACCESS_TOKEN_MAX_LENGTH = 4096;
+const VERIFY_TOKEN_MAX_LENGTH = 512;
 
 /**
  * Drizzle's query errors carry the statement's parameters (encrypted tokens

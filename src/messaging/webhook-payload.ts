@@ -1,3 +1,5 @@
+import { MAX_JSON_DEPTH, replaceUnstorable } from "../http/input.js";
+
 /**
  * Reads a Meta webhook batch (`{ object, entry: [{ id, changes: [{ field, value }] }] }`)
  * into plain records. Pure: no database, no clock. Whatever does not have the
@@ -72,9 +74,15 @@ const isObject = (value: unknown): value is Json =>
 const nonEmpty = (value: unknown): value is string => typeof value === "string" && value !== "";
 const str = (value: unknown) => (typeof value === "string" ? value : null);
 
+// Longer ids than Meta ever sends would not fit a unique index row (about 2.7 KB): such a
+// part is skipped rather than failing its change on every redelivery.
+export const UPSTREAM_MESSAGE_ID_MAX_LENGTH = 256;
+export const WA_ID_MAX_LENGTH = 64;
+const tooLong = (value: string, max: number) => value.length > max;
+
 export function readWebhookBatch(body: unknown): WebhookBatch {
   const batch: WebhookBatch = { changes: [], problems: [] };
-  const root = cleanStrings(body);
+  const root = cleanStrings(body, batch.problems);
   if (!isObject(root) || !Array.isArray(root.entry)) {
     batch.problems.push("body: no entry array");
     return batch;
@@ -144,6 +152,10 @@ function readMessage(message: unknown): InboundMessage | InboundReaction | strin
   if (!isObject(message)) return "not an object";
   if (!nonEmpty(message.id)) return "no id";
   if (!nonEmpty(message.from)) return "no from";
+  if (tooLong(message.id, UPSTREAM_MESSAGE_ID_MAX_LENGTH)) {
+    return `id longer than ${UPSTREAM_MESSAGE_ID_MAX_LENGTH} characters`;
+  }
+  if (tooLong(message.from, WA_ID_MAX_LENGTH)) return `from longer than ${WA_ID_MAX_LENGTH} characters`;
   const upstreamId = message.id;
   const from = message.from;
   const timestamp = readTimestamp(message.timestamp);
@@ -151,6 +163,7 @@ function readMessage(message: unknown): InboundMessage | InboundReaction | strin
   if (message.type === "reaction") {
     const reaction = message.reaction;
     if (!isObject(reaction) || !nonEmpty(reaction.message_id)) return "reaction without message_id";
+    if (tooLong(reaction.message_id, UPSTREAM_MESSAGE_ID_MAX_LENGTH)) return "reaction message_id too long";
     const emoji = nonEmpty(reaction.emoji) ? reaction.emoji : null;
     return { kind: "reaction", upstreamId, from, targetMessageId: reaction.message_id, emoji, timestamp };
   }
@@ -242,23 +255,27 @@ export function readTimestamp(value: unknown): Date | null {
   return new Date(Number(text) * 1000);
 }
 
-// NUL and unpaired surrogates are valid in JSON but PostgreSQL rejects them in
-// text and jsonb; one such character must not make a change unstorable.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the character to replace.
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-export function cleanStrings(value: unknown): unknown {
-  if (typeof value === "string") return value.replace(UNSTORABLE, "\uFFFD");
-  if (Array.isArray(value)) return value.map(cleanStrings);
-  if (isObject(value)) {
-    const out: Json = {};
-    for (const [key, inner] of Object.entries(value)) {
-      if (key !== "__proto__") out[cleanStrings(key) as string] = cleanStrings(inner);
-    }
-    return out;
+/**
+ * The batch with every string PostgreSQL cannot store repaired (U+FFFD) and
+ * every value nested deeper than MAX_JSON_DEPTH dropped (null, noted): one
+ * such part must not make a change unstorable or exhaust the stack.
+ */
+export function cleanStrings(value: unknown, problems: string[] = [], depth = 1): unknown {
+  if (typeof value === "string") return replaceUnstorable(value);
+  if (value === null || typeof value !== "object") return value;
+  if (depth > MAX_JSON_DEPTH) {
+    if (!problems.includes(TOO_DEEP)) problems.push(TOO_DEEP);
+    return null;
   }
-  return value;
+  if (Array.isArray(value)) return value.map((inner) => cleanStrings(inner, problems, depth + 1));
+  const out: Json = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key !== "__proto__") out[replaceUnstorable(key)] = cleanStrings(inner, problems, depth + 1);
+  }
+  return out;
 }
+
+const TOO_DEEP = `body: values nested deeper than ${MAX_JSON_DEPTH} levels were dropped`;
 
 /**
  * The job queue a delivery is processed in: `wa:<phone number id>:<customer>`

@@ -7,7 +7,7 @@ import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
 import { addJob } from "../jobs/queue.js";
-import { deliveryQueue } from "./webhook-payload.js";
+import { cleanStrings, deliveryQueue } from "./webhook-payload.js";
 import { verifyWebhookSignature } from "./webhook-signature.js";
 
 export const WEBHOOK_PATH = "/api/messaging/webhook";
@@ -85,14 +85,19 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
       }
       const parsed = tryParseJson(request);
       if (!parsed.ok) throw new ApiError(400, "Invalid JSON");
+      // What neither the job table nor a queue name can hold (NUL, hostile nesting) is repaired
+      // or dropped here, so that Meta gets its 200 and never redelivers the batch for it.
+      const problems: string[] = [];
+      const delivery = cleanStrings(parsed.value, problems);
+      for (const problem of problems) request.log.warn({ problem }, "webhook part skipped");
       // Acknowledged once the job exists: from here on nothing Meta sent is lost, whatever happens
       // to this process.
       await addJob(
         db,
         PROCESS_WEBHOOK_TASK,
-        { delivery: parsed.value },
+        { delivery },
         {
-          queueName: deliveryQueue(parsed.value),
+          queueName: deliveryQueue(delivery),
           maxAttempts: PROCESS_WEBHOOK_ATTEMPTS,
         },
       );

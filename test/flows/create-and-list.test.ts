@@ -65,6 +65,7 @@ describe("POST /api/flows plain path", () => {
       trigger_config: {},
       entry_node_id: null,
       fallback_policy: DEFAULT_FALLBACK_POLICY,
+      execution_count: 0,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

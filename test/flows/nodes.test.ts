@@ -3,13 +3,14 @@ import { DEFAULT_FALLBACK_POLICY } from "../../src/db/schema/flows.js";
 import {
   CONFIG_MAX_DEPTH,
   checkNodeShapes,
-  jsonValueProblem,
+  configProblem,
   MAX_NODES_PER_FLOW,
   outgoingKeys,
 } from "../../src/flows/nodes.js";
 import { FLOW_TEMPLATES, templateSummaries } from "../../src/flows/templates.js";
 import { resolveFallbackPolicy } from "../../src/flows/triggers.js";
 import { validateFlowGraph } from "../../src/flows/validate.js";
+import { jsonValueProblem } from "../../src/http/input.js";
 
 /** An object nested `depth` levels deep, counting itself as level 1. */
 function nested(depth: number): Record<string, unknown> {
@@ -117,18 +118,25 @@ describe("checkNodeShapes", () => {
   });
 });
 
-describe("jsonValueProblem", () => {
+describe("configProblem", () => {
   it("counts arrays as levels and stops at hostile depth", () => {
     let deep: unknown = [];
     for (let i = 0; i < 100_000; i++) deep = [deep];
-    expect(jsonValueProblem(deep)).toBe("is nested deeper than 20 levels");
+    expect(configProblem(deep)).toBe("is nested deeper than 20 levels");
     expect(jsonValueProblem({ a: [[{}]] }, 3)).toBe("is nested deeper than 3 levels");
     expect(jsonValueProblem({ a: [[1]] }, 3)).toBeNull();
   });
 
-  it("rejects NUL characters in keys and values, which Postgres cannot store", () => {
-    expect(jsonValueProblem({ text: "a\u0000b" })).toBe("contains a NUL character");
-    expect(jsonValueProblem({ "a\u0000": 1 })).toBe("contains a NUL character");
+  it("rejects NUL characters and unpaired surrogates in keys and values, which Postgres cannot store", () => {
+    expect(configProblem({ text: "a\u0000b" })).toBe(
+      "contains a string that must not contain NUL characters or unpaired surrogates",
+    );
+    expect(configProblem({ list: ["ok", "\uD800"] })).toMatch(/unpaired surrogates/);
+    expect(configProblem({ "a\u0000": 1 })).toBe(
+      "contains a key that must not contain NUL characters or unpaired surrogates",
+    );
+    expect(configProblem({ "\uDC00": 1 })).toMatch(/key that/);
+    expect(configProblem({ text: "emoji \uD83D\uDE00 is a valid pair" })).toBeNull();
   });
 });
 

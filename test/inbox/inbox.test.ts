@@ -117,6 +117,7 @@ describe("GET /api/conversations", () => {
       id: newer.conversation.id,
       status: "open",
       assigned_to: null,
+      handoff_note: null,
       last_message_at: "2025-01-02T10:00:00.000Z",
       created_at: expect.any(String),
       contact: {
@@ -125,6 +126,10 @@ describe("GET /api/conversations", () => {
         name: "Newer",
         phone: newer.contact.phone,
         tags: [],
+        attributes: {},
+        opted_out: false,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
       },
       last_message: expect.objectContaining({
         id: last.id,

@@ -214,9 +214,15 @@ describe("POST /api/conversations/:id/messages", () => {
 
   it.each([
     ["no text", { msg: "hi" }, /text/],
-    ["text that is not a string", { text: 42 }, /text must be a string/],
-    ["empty text", { text: "" }, /text is required/],
-    ["blank text", { text: " \n\t " }, /text is required/],
+    ["text that is not a string", { text: 42 }, /text: must be a string/],
+    ["empty text", { text: "" }, /text: must not be empty/],
+    ["blank text", { text: " \n\t " }, /text: must not be empty/],
+    ["a NUL in the text", { text: "a\u0000b" }, /text: must not contain NUL/],
+    [
+      "an unpaired surrogate in the text",
+      { text: "a\ud800b" },
+      /text: must not contain NUL characters or unpaired/,
+    ],
     ["text over 4096 characters", { text: "x".repeat(4097) }, /at most 4096/],
     ["a body that is not JSON", "{text:", /Invalid JSON/],
     ["a JSON array", [{ text: "hi" }], /Invalid JSON/],

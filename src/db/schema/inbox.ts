@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { boolean, index, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
@@ -15,10 +15,25 @@ export const contacts = pgTable(
     // Digits only; null when the contact has no usable number.
     phone: text("phone"),
     tags: text("tags").array().notNull().default([]),
+    // A flat map of string values set by agents (PATCH /api/contacts/{id}).
+    attributes: jsonb("attributes").$type<Record<string, string>>().notNull().default({}),
+    // Opted out: agents cannot message the contact and no flow starts for it.
+    optedOut: boolean("opted_out").notNull().default(false),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
-  (t) => [uniqueIndex("contacts_account_wa_id_uq").on(t.accountId, t.waId)],
+  (t) => [
+    uniqueIndex("contacts_account_wa_id_uq").on(t.accountId, t.waId),
+    index("contacts_account_created_idx").on(
+      t.accountId,
+      t.createdAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+    // Search (pg_trgm): any substring of a name or phone; tag filters.
+    index("contacts_name_trgm_idx").using("gin", t.name.op("gin_trgm_ops")),
+    index("contacts_phone_trgm_idx").using("gin", t.phone.op("gin_trgm_ops")),
+    index("contacts_tags_idx").using("gin", t.tags),
+  ],
 );
 
 export const conversations = pgTable(
@@ -48,10 +63,24 @@ export const conversations = pgTable(
       t.lastMessageAt.desc().nullsFirst(),
       t.id.desc().nullsFirst(),
     ),
+    // The inbox's status and assignee filters, in list order; also what counts reads.
+    index("conversations_account_status_activity_idx").on(
+      t.accountId,
+      t.status,
+      t.lastMessageAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
+    index("conversations_account_assignee_activity_idx").on(
+      t.accountId,
+      t.assignedTo,
+      t.lastMessageAt.desc().nullsFirst(),
+      t.id.desc().nullsFirst(),
+    ),
   ],
 );
 
-export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed";
+/** `stored`: an internal note, never sent anywhere. */
+export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed" | "stored";
 
 export const messages = pgTable(
   "messages",
@@ -65,7 +94,8 @@ export const messages = pgTable(
       .references(() => conversations.id, { onDelete: "cascade" }),
     // Upstream (wamid) id; null until the message has been accepted upstream.
     messageId: text("message_id"),
-    direction: text("direction", { enum: ["inbound", "outbound"] }).notNull(),
+    // `internal`: an agents' note (type `note`), shown in the thread and never sent upstream.
+    direction: text("direction", { enum: ["inbound", "outbound", "internal"] }).notNull(),
     senderType: text("sender_type", { enum: ["customer", "agent", "bot"] }).notNull(),
     senderUserId: uuid("sender_user_id").references(() => users.id, { onDelete: "set null" }),
     type: text("type").notNull(),
@@ -89,6 +119,8 @@ export const messages = pgTable(
   (t) => [
     uniqueIndex("messages_account_message_id_uq").on(t.accountId, t.messageId),
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
+    // Inbox search by message text (pg_trgm): any substring, at any number of messages.
+    index("messages_text_trgm_idx").using("gin", t.text.op("gin_trgm_ops")),
   ],
 );
 
@@ -112,4 +144,21 @@ export const messageReactions = pgTable(
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
   (t) => [uniqueIndex("message_reactions_actor_uq").on(t.messageId, t.actorType, t.actorId)],
+);
+
+/** Saved replies an agent inserts by shortcut. */
+export const cannedResponses = pgTable(
+  "canned_responses",
+  {
+    id: uuid("id").primaryKey().defaultRandom(),
+    accountId: uuid("account_id")
+      .notNull()
+      .references(() => accounts.id, { onDelete: "cascade" }),
+    shortcut: text("shortcut").notNull(),
+    text: text("text").notNull(),
+    createdBy: uuid("created_by").references(() => users.id, { onDelete: "set null" }),
+    createdAt: timestamptz("created_at").notNull().defaultNow(),
+    updatedAt: timestamptz("updated_at").notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("canned_responses_account_shortcut_uq").on(t.accountId, t.shortcut)],
 );

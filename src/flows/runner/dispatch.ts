@@ -1,4 +1,5 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import { isOptedOut, optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { conversations, flowMessageReceipts, flowRuns, flows, messages } from "../../db/schema/index.js";
@@ -114,6 +115,8 @@ async function offer(
     return { outcome, runId: outcome === "run_gone" ? null : active.id };
   }
 
+  // An opted-out contact starts no flow.
+  if (await isOptedOut(db, event.accountId, event.contactId)) return { outcome: "no_trigger", runId: null };
   const candidates = await db
     .select()
     .from(flows)
@@ -250,6 +253,7 @@ export async function startManualRun(
     if (flow.status !== "active") {
       throw new ApiError(422, `Only active flows can be started; this flow is ${flow.status}`);
     }
+    if (await isOptedOut(db, flow.accountId, contactId)) throw optedOutError();
     if (await findActiveRun(db, flow.accountId, contactId)) {
       throw new ApiError(409, "The contact already has an active flow run");
     }

@@ -139,7 +139,7 @@ export function registerRunRoutes(
         403: "The caller's profile has no account",
         404: "Flow or contact not found in the caller's account",
         409: "The contact already has an active run",
-        422: "The flow is not active",
+        422: 'The flow is not active, or the contact has opted out (`code: "opted_out"`)',
       },
     }),
     async (request, reply) => {

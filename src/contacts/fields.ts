@@ -1,0 +1,31 @@
+/** The rules of what agents keep on a contact: tags and attributes. */
+import { z } from "zod";
+import { storableString } from "../http/input.js";
+
+export const TAG_MAX_LENGTH = 50;
+export const TAGS_MAX = 50;
+export const ATTRIBUTE_KEY_MAX_LENGTH = 64;
+export const ATTRIBUTE_VALUE_MAX_LENGTH = 1024;
+export const ATTRIBUTES_MAX = 50;
+
+export const tag = storableString({ trim: true, min: 1, max: TAG_MAX_LENGTH });
+
+/** Tags, trimmed and without repeats (first spelling kept). */
+export const tags = z
+  .array(tag, { error: "must be an array of strings" })
+  .max(TAGS_MAX, `must hold at most ${TAGS_MAX} tags`)
+  .transform((list) => [...new Set(list)]);
+
+const ATTRIBUTE_KEY = /^[A-Za-z0-9_.-]+$/;
+
+/** A flat map of string values; keys are letters, digits, `_`, `.` or `-`. */
+export const attributes = z
+  .record(
+    z
+      .string()
+      .max(ATTRIBUTE_KEY_MAX_LENGTH, `keys must be at most ${ATTRIBUTE_KEY_MAX_LENGTH} characters`)
+      .regex(ATTRIBUTE_KEY, "keys must be letters, digits, '_', '.' or '-'"),
+    storableString({ max: ATTRIBUTE_VALUE_MAX_LENGTH }),
+    { error: "must be an object of string values" },
+  )
+  .refine((map) => Object.keys(map).length <= ATTRIBUTES_MAX, `must hold at most ${ATTRIBUTES_MAX} keys`);

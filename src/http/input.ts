@@ -1,0 +1,117 @@
+/**
+ * The one input policy of every route (and of the webhook): what a string,
+ * an id, a token, a cursor or a JSON document must be before it reaches
+ * PostgreSQL, an HTTP header or an upstream URL. Routes build their zod
+ * schemas from these pieces, so a bad value is a 400 naming its field.
+ */
+import { z } from "zod";
+
+// NUL and unpaired UTF-16 surrogates are valid in JSON and in JavaScript
+// strings, but PostgreSQL refuses them in text and jsonb, and encodeURIComponent
+// throws on the latter.
+const UNSTORABLE_SOURCE =
+  "\\u0000|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]";
+const UNSTORABLE_TEST = new RegExp(UNSTORABLE_SOURCE);
+
+export const UNSTORABLE_MESSAGE = "must not contain NUL characters or unpaired surrogates";
+
+/** True when PostgreSQL can store the string as text. */
+export const isStorable = (value: string) => !UNSTORABLE_TEST.test(value);
+
+/** The string with every character PostgreSQL cannot store replaced by U+FFFD. */
+export const replaceUnstorable = (value: string) =>
+  value.replace(new RegExp(UNSTORABLE_SOURCE, "g"), "\uFFFD");
+
+/** Deepest nesting of any JSON document a route accepts (Meta's own payloads nest about 10 levels). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * How deeply `value` nests, counted without recursion (so that a hostile
+ * document cannot exhaust the stack), stopping as soon as `limit` is passed.
+ */
+export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > limit) return deepest;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    }
+  }
+  return deepest;
+}
+
+/**
+ * What is wrong with a JSON value for PostgreSQL's jsonb (a string or key it
+ * cannot store, a non-finite number, nesting deeper than `maxDepth`), or null.
+ * Iterative, so depth is bounded before anything recurses.
+ */
+export function jsonValueProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): string | null {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v === "string") {
+      if (!isStorable(v)) return `contains a string that ${UNSTORABLE_MESSAGE}`;
+      continue;
+    }
+    if (typeof v === "number") {
+      if (!Number.isFinite(v)) return "contains a number out of range";
+      continue;
+    }
+    if (v === null || typeof v !== "object") continue;
+    if (depth > maxDepth) return `is nested deeper than ${maxDepth} levels`;
+    if (Array.isArray(v)) {
+      for (const child of v) stack.push([child, depth + 1]);
+      continue;
+    }
+    for (const [key, child] of Object.entries(v)) {
+      if (!isStorable(key)) return `contains a key that ${UNSTORABLE_MESSAGE}`;
+      stack.push([child, depth + 1]);
+    }
+  }
+  return null;
+}
+
+/**
+ * A string PostgreSQL can store, at most `max` characters. `trim` stores it
+ * trimmed; `min` counts after trimming.
+ */
+export function storableString(options: { max: number; min?: number; trim?: boolean }) {
+  const base = z.string({ error: "must be a string" });
+  const trimmed = options.trim ? base.trim() : base;
+  return trimmed
+    .min(
+      options.min ?? 0,
+      options.min === 1 ? "must not be empty" : `must be at least ${options.min} characters`,
+    )
+    .max(options.max, `must be at most ${options.max} characters`)
+    .refine(isStorable, UNSTORABLE_MESSAGE);
+}
+
+/** Why a string cannot be stored as text of at most `max` characters, or null. */
+export function storableProblem(value: string, max: number): string | null {
+  if (value.length > max) return `must be at most ${max} characters`;
+  return isStorable(value) ? null : UNSTORABLE_MESSAGE;
+}
+
+/**
+ * Why a value cannot travel in an HTTP header (an access token), or null:
+ * visible ASCII only, since Node refuses anything else in header content.
+ */
+export function headerTokenProblem(value: string, max: number): string | null {
+  if (value.length > max) return `must be at most ${max} characters`;
+  return /^[\x21-\x7E]+$/.test(value) ? null : "must contain only visible ASCII characters (no spaces)";
+}
+
+/** An upstream object id that is placed in a URL path (phone number id, business account id). */
+const UPSTREAM_ID_MAX_LENGTH = 64;
+const UPSTREAM_ID = /^[A-Za-z0-9._-]+$/;
+export const upstreamIdProblem = (value: string): string | null =>
+  value.length > UPSTREAM_ID_MAX_LENGTH
+    ? `must be at most ${UPSTREAM_ID_MAX_LENGTH} characters`
+    : UPSTREAM_ID.test(value)
+      ? null
+      : "must contain only letters, digits, '.', '_' or '-'";
