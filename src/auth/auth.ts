@@ -49,7 +49,8 @@ export function createAuth(
     // (better-auth's generic duplicate answer), so it cannot tell who has an account.
     emailAndPassword: { enabled: true, autoSignIn: false, minPasswordLength: 8 },
     plugins: [bearer()],
-    advanced: { database: { generateId: "uuid" } },
+    // Origin and CSRF checks stay on whatever NODE_ENV says (better-auth skips them under test).
+    advanced: { database: { generateId: "uuid" }, disableOriginCheck: false, disableCSRFCheck: false },
     // Our own limiter covers what needs one; better-auth's would key on IPs we may not see.
     rateLimit: { enabled: false },
     telemetry: { enabled: false },
