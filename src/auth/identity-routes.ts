@@ -203,12 +203,19 @@ export function registerIdentityRoutes(
     // Each attempt takes its point before the password is checked, so that
     // concurrent attempts cannot overshoot the limit; those that do not turn
     // out to be wrong credentials give it back.
-    await throttle.address.consume(addressKey);
+    // A refused attempt gives its point back too: the counter stays at the
+    // limit instead of climbing past it with every refusal.
+    try {
+      await throttle.address.consume(addressKey);
+    } catch (error) {
+      await throttle.address.refund(addressKey);
+      throw error;
+    }
     if (emailKey) {
       try {
         await throttle.email.consume(emailKey);
       } catch (error) {
-        await throttle.address.refund(addressKey);
+        await Promise.all([throttle.email.refund(emailKey), throttle.address.refund(addressKey)]);
         throw error;
       }
     }
