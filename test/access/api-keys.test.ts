@@ -75,7 +75,10 @@ describe("creating and listing API keys", () => {
 describe("using an API key", () => {
   it("acts for its account with member rights, sent as X-API-Key or as a bearer token", async () => {
     const { key } = await createKey(t.app, owner);
-    for (const headers of [{ "x-api-key": key }, { authorization: `Bearer ${key}` }]) {
+    for (const headers of [{ "x-api-key": key }, { authorization: `Bearer ${key}` }] as Record<
+      string,
+      string
+    >[]) {
       const me = await t.app.inject({ url: "/api/me", headers });
       expect(me.statusCode).toBe(200);
       expect(me.json().profile).toMatchObject({ account_id: accountId, role: "member" });
