@@ -10,8 +10,6 @@ export type ResponseDoc =
       body?: z.ZodType;
       /** A non-JSON answer (the webhook handshake's text/plain). */
       contentType?: string;
-      /** No body at all (204). */
-      empty?: boolean;
     };
 
 interface RouteDoc {
@@ -39,8 +37,7 @@ export const errorBody = z
 export const healthAnswer = z.object({ ok: z.literal(true) });
 
 function responseSchema(status: number, doc: ResponseDoc): Record<string, unknown> {
-  const { description, body, contentType, empty } = typeof doc === "string" ? { description: doc } : doc;
-  if (empty) return { description, type: "null" };
+  const { description, body, contentType } = typeof doc === "string" ? { description: doc } : doc;
   if (contentType) return { description, content: { [contentType]: { schema: { type: "string" } } } };
   if (body) return { description, ...jsonSchema(body, "output") };
   if (status >= 400) return { description, ...jsonSchema(errorBody, "output") };
