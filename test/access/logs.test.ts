@@ -3,7 +3,7 @@ import { users } from "../../src/db/schema/index.js";
 import { redactUrl, serializeError } from "../../src/logging.js";
 import { insertChannelConfig } from "../helpers/fixtures.js";
 import { createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
-import { browserHeaders, FOREIGN_ORIGIN } from "./helpers.js";
+import { browserHeaders, createKey, FOREIGN_ORIGIN } from "./helpers.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -53,6 +53,17 @@ describe("one JSON log stream", () => {
     } finally {
       for (const spy of spies) spy.mockRestore();
     }
+  });
+});
+
+describe("credentials in logs", () => {
+  it("never logs an API key, whichever header carries it, nor the answer that shows it", async () => {
+    const { user } = await signUpWithAccount(t.app);
+    const { key } = await createKey(t.app, user);
+    await t.app.inject({ url: "/api/flows", headers: { "x-api-key": key } });
+    await t.app.inject({ url: "/api/flows", headers: { authorization: `Bearer ${key}` } });
+    await t.app.inject({ url: "/api/flows", headers: { "x-api-key": `${key}x` } });
+    expect(t.logs()).not.toContain(key.slice(12));
   });
 });
 
