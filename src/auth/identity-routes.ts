@@ -135,6 +135,13 @@ const ROUTES: IdentityRoute[] = [
 ];
 
 const SIGN_IN = "/api/auth/sign-in/email";
+
+/** The email a sign-in names, as better-auth compares it (lower case). */
+function signInEmail(request: FastifyRequest): string | undefined {
+  const parsed = tryParseJson(request);
+  const email = parsed.ok ? (parsed.value as { email?: unknown } | null)?.email : undefined;
+  return typeof email === "string" && email.trim() ? email.trim().toLowerCase() : undefined;
+}
 const SIGN_UP = "/api/auth/sign-up/email";
 
 /**
@@ -193,18 +200,13 @@ export function registerIdentityRoutes(
   }
 
   async function signIn(request: FastifyRequest, reply: FastifyReply) {
-    const parsed = tryParseJson(request);
-    const email =
-      parsed.ok && parsed.value && typeof (parsed.value as { email?: unknown }).email === "string"
-        ? (parsed.value as { email: string }).email.trim().toLowerCase() || undefined
-        : undefined;
+    const email = signInEmail(request);
     const addressKey = `sign-in:address:${request.ip}`;
     const emailKey = email ? `sign-in:email:${email}` : undefined;
     // Each attempt takes its point before the password is checked, so that
-    // concurrent attempts cannot overshoot the limit; those that do not turn
-    // out to be wrong credentials give it back.
-    // A refused attempt gives its point back too: the counter stays at the
-    // limit instead of climbing past it with every refusal.
+    // concurrent attempts cannot overshoot the limit; attempts that turn out
+    // not to be wrong credentials give it back, and so do refused ones (the
+    // counter stays at the limit instead of climbing with every refusal).
     try {
       await throttle.address.consume(addressKey);
     } catch (error) {
