@@ -50,13 +50,16 @@ export function usesCookieSession(headers: Headers): boolean {
   return Boolean(header(headers, "cookie")?.includes("session_token="));
 }
 
+const refererOrigin = (referer: string | undefined) =>
+  referer === undefined ? undefined : URL.canParse(referer) ? new URL(referer).origin : "null";
+
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
  * CSRF protection for every route: an unsafe request authenticated by the
  * session cookie must come from one of the service's own origins. A foreign
- * or `null` Origin is 403, and so is a browser's cross-site or same-site
- * request without one (Fetch Metadata). Requests without any browser header
+ * or `null` Origin (or, without one, Referer) is 403, and so is a browser's
+ * cross-site or same-site request without either (Fetch Metadata). Requests without any browser header
  * come from scripts and pass; bearer tokens and API keys are never sent by a
  * browser on its own, so they need no check.
  */
@@ -65,7 +68,7 @@ export function registerCrossOriginGuard(app: FastifyInstance, config: Parameter
   app.addHook("onRequest", async (request) => {
     if (SAFE_METHODS.has(request.method)) return;
     if (!usesCookieSession(request.headers)) return;
-    const origin = header(request.headers, "origin");
+    const origin = header(request.headers, "origin") ?? refererOrigin(header(request.headers, "referer"));
     const site = header(request.headers, "sec-fetch-site");
     const foreign = origin
       ? !trusted.has(origin)

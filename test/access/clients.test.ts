@@ -126,8 +126,15 @@ describe("cross-site request forgery", () => {
     null: { origin: "null", "sec-fetch-site": "cross-site" },
     "missing (a script)": {},
     "missing, cross-site Fetch Metadata": { "sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors" },
+    "missing, foreign Referer": { referer: `${FOREIGN_ORIGIN}/page` },
+    "missing, own Referer": { referer: `${OWN_ORIGIN}/inbox` },
   };
-  const refusedOrigins = new Set(["foreign", "null", "missing, cross-site Fetch Metadata"]);
+  const refusedOrigins = new Set([
+    "foreign",
+    "null",
+    "missing, cross-site Fetch Metadata",
+    "missing, foreign Referer",
+  ]);
 
   it("refuses only cookie-authenticated unsafe requests from a foreign origin", async () => {
     const results: string[] = [];
@@ -151,7 +158,12 @@ describe("cross-site request forgery", () => {
       "select name from flows where name like 'cookie%'",
     );
     expect(rows.map((r) => r.name).sort()).toEqual(
-      ["cookie from missing (a script)", "cookie from own", "cookie from twin"].sort(),
+      [
+        "cookie from missing (a script)",
+        "cookie from missing, own Referer",
+        "cookie from own",
+        "cookie from twin",
+      ].sort(),
     );
   });
 
