@@ -16,12 +16,13 @@ import { createSessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
-import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { ApiError } from "./http/errors.js";
 import { docs, healthAnswer } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
+import { createJobs } from "./jobs/drain.js";
+import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
@@ -48,6 +49,10 @@ export interface AppOptions {
   now?: () => Date;
   /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
   sessionCacheTtlMs?: number;
+  /** Run background jobs in this process (default: config.workers). */
+  workers?: boolean;
+  /** Run the minute-by-minute timeout sweep with the workers (default true). */
+  cron?: boolean;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -141,11 +146,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       version: config.graphApiVersion,
       timeoutMs: options.upstreamTimeoutMs,
     }),
-    events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
+    jobs: createJobs(database.pool),
+    log: app.log,
     now: options.now ?? (() => new Date()),
   };
   app.decorate("deps", deps);
-  app.addHook("onClose", () => deps.events.idle());
 
   app.get(
     "/healthz",
@@ -197,6 +202,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerFlowRoutes(app, deps);
   registerRunner(app, deps);
   registerReactionRoutes(app, deps);
+
+  if (options.workers ?? config.workers) {
+    const workers = await startWorkers(deps, {
+      connectionString: database.url,
+      concurrency: config.workerConcurrency,
+      log: app.log.child({ component: "jobs" }),
+      cron: options.cron,
+    });
+    // After the HTTP server stopped taking requests: running jobs finish (10 s at most).
+    app.addHook("onClose", () => workers.stop());
+  }
 
   return app;
 }

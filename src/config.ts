@@ -80,6 +80,8 @@ const schema = z.object({
       return /^\d+$/.test(v) ? Number(v) : v;
     }),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
 
 export interface Config {
@@ -104,6 +106,10 @@ export interface Config {
   /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
   trustProxy: boolean | number | string;
   logLevel: string;
+  /** Run background jobs in this instance (false: an API-only instance). */
+  workers: boolean;
+  /** Jobs one instance runs at once. */
+  workerConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -161,6 +167,8 @@ export function loadConfig(
     trustedOrigins: e.TRUSTED_ORIGINS,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
+    workers: e.WORKERS === "true",
+    workerConcurrency: e.WORKER_CONCURRENCY,
   };
 }
 
