@@ -551,21 +551,25 @@ function rssOf(pid: number): number {
 }
 
 async function signUpAndLink(api: string, db: pg.Client, account: number): Promise<string> {
-  const response = await fetch(`${api}/api/auth/sign-up/email`, {
+  const email = `bench-${account}-${randomBytes(4).toString("hex")}@example.com`;
+  const password = "bench password 123";
+  const signUp = await fetch(`${api}/api/auth/sign-up/email`, {
     method: "POST",
-    // A browser-like client (Node's fetch sends Fetch Metadata headers) must name its origin.
-    headers: { "content-type": "application/json", origin: api },
-    body: JSON.stringify({
-      email: `bench-${account}-${randomBytes(4).toString("hex")}@example.com`,
-      password: "bench password 123",
-      name: "Bench agent",
-    }),
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email, password, name: "Bench agent" }),
   });
-  if (!response.ok) throw new Error(`sign-up failed: ${response.status} ${await response.text()}`);
+  if (!signUp.ok) throw new Error(`sign-up failed: ${signUp.status} ${await signUp.text()}`);
+  // Sign-up opens no session: sign in for the token.
+  const response = await fetch(`${api}/api/auth/sign-in/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email, password }),
+  });
+  if (!response.ok) throw new Error(`sign-in failed: ${response.status} ${await response.text()}`);
   const token = response.headers.get("set-auth-token");
   const body = (await response.json()) as { user: { id: string } };
   await linkUser(db, body.user.id, account);
-  if (!token) throw new Error("sign-up returned no token");
+  if (!token) throw new Error("sign-in returned no token");
   return token;
 }
 

@@ -7,7 +7,10 @@ import Fastify, {
   type FastifyReply,
   type FastifyServerOptions,
 } from "fastify";
+import { registerApiKeyRoutes } from "./auth/api-key-routes.js";
 import { createAuth } from "./auth/auth.js";
+import { registerIdentityRoutes } from "./auth/identity-routes.js";
+import { registerCrossOriginGuard } from "./auth/origins.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
@@ -17,9 +20,8 @@ import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
-import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
-import { docs } from "./http/openapi.js";
+import { docs, healthAnswer } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
@@ -80,7 +82,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT,
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
-    trustProxy: false,
+    trustProxy: trustProxy(config.trustProxy),
     return503OnClosing: true,
     requestTimeout,
     keepAliveTimeout: options.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS,
@@ -165,16 +167,21 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       },
       components: {
         securitySchemes: {
-          bearer: { type: "http", scheme: "bearer" },
+          bearer: {
+            type: "http",
+            scheme: "bearer",
+            description: "A session token (sign-in's `set-auth-token`) or an API key",
+          },
           cookie: { type: "apiKey", in: "cookie", name: "better-auth.session_token" },
+          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
         },
       },
-      security: [{ bearer: [] }, { cookie: [] }],
+      security: [{ bearer: [] }, { cookie: [] }, { apiKey: [] }],
     },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
 
-  const auth = createAuth(database.db, config);
+  const auth = createAuth(database.db, config, app.log);
   const deps: AppDeps = {
     config,
     db: database.db,
@@ -194,14 +201,24 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.get(
     "/healthz",
-    docs({ tags: ["health"], summary: "The process is alive", public: true }),
+    docs({
+      tags: ["health"],
+      summary: "The process is alive",
+      public: true,
+      responses: { 200: { description: "Alive", body: healthAnswer } },
+    }),
     async () => ({
       ok: true,
     }),
   );
   app.get(
     "/readyz",
-    docs({ tags: ["health"], summary: "The database answers", public: true }),
+    docs({
+      tags: ["health"],
+      summary: "The database answers",
+      public: true,
+      responses: { 200: { description: "Ready", body: healthAnswer }, 503: "The database does not answer" },
+    }),
     async (_request, reply) => {
       try {
         await database.pool.query("select 1");
@@ -211,10 +228,21 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       }
     },
   );
-  app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    "/api/openapi.json",
+    docs({
+      tags: ["health"],
+      summary: "This OpenAPI document",
+      public: true,
+      responses: { 200: "The OpenAPI 3.1 document" },
+    }),
+    async () => app.swagger(),
+  );
 
-  registerAuthProxy(app, auth, deps.sessions, config.publicUrl);
+  registerCrossOriginGuard(app, config);
+  registerIdentityRoutes(app, auth, deps);
   registerTenancyRoutes(app, deps);
+  registerApiKeyRoutes(app, deps);
   registerMessagingConfigRoutes(app, deps);
   registerWebhookRoutes(app, deps);
   registerInboxRoutes(app, deps);
@@ -236,6 +264,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }
 
   return app;
+}
+
+/** TRUST_PROXY as Fastify takes it: a hop count becomes "trust the nearest n proxies". */
+function trustProxy(setting: Config["trustProxy"]) {
+  return typeof setting === "number" ? (_address: string, hop: number) => hop < setting : setting;
 }
 
 function clientErrorMessage(error: FastifyError, status: number): string {

@@ -9,20 +9,21 @@ export interface RateLimitSetting {
   durationSeconds: number;
 }
 
-const rateLimit = z
-  .string()
-  .default("120/60s")
-  .transform((value, ctx): RateLimitSetting => {
-    const match = /^(\d+)\s*\/\s*(\d+)\s*(s|m|h)?$/.exec(value.trim());
-    const points = match ? Number(match[1]) : 0;
-    const unit = match?.[3] ?? "s";
-    const seconds = match ? Number(match[2]) * (unit === "h" ? 3600 : unit === "m" ? 60 : 1) : 0;
-    if (points < 1 || seconds < 1) {
-      ctx.addIssue({ code: "custom", message: 'expected "<count>/<window>", for example "120/60s"' });
-      return z.NEVER;
-    }
-    return { points, durationSeconds: seconds };
-  });
+const rateLimit = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx): RateLimitSetting => {
+      const match = /^(\d+)\s*\/\s*(\d+)\s*(s|m|h)?$/.exec(value.trim());
+      const points = match ? Number(match[1]) : 0;
+      const unit = match?.[3] ?? "s";
+      const seconds = match ? Number(match[2]) * (unit === "h" ? 3600 : unit === "m" ? 60 : 1) : 0;
+      if (points < 1 || seconds < 1) {
+        ctx.addIssue({ code: "custom", message: 'expected "<count>/<window>", for example "120/60s"' });
+        return z.NEVER;
+      }
+      return { points, durationSeconds: seconds };
+    });
 
 const url = z.string().url();
 
@@ -49,7 +50,35 @@ const schema = z.object({
     .string()
     .regex(/^rediss?:\/\//, "must be a redis:// or rediss:// URL")
     .optional(),
-  REACT_RATE_LIMIT: rateLimit,
+  REACT_RATE_LIMIT: rateLimit("120/60s"),
+  SIGN_IN_RATE_LIMIT: rateLimit("10/15m"),
+  SIGN_IN_IP_RATE_LIMIT: rateLimit("100/15m"),
+  TRUSTED_ORIGINS: z
+    .string()
+    .default("")
+    .transform((value, ctx) => {
+      const origins: string[] = [];
+      for (const item of value
+        .split(",")
+        .map((v) => v.trim())
+        .filter(Boolean)) {
+        const parsed = URL.canParse(item) ? new URL(item) : null;
+        if (!parsed || !/^https?:$/.test(parsed.protocol)) {
+          ctx.addIssue({ code: "custom", message: `"${item}" is not an http(s) origin` });
+          return z.NEVER;
+        }
+        origins.push(parsed.origin);
+      }
+      return origins;
+    }),
+  TRUST_PROXY: z
+    .string()
+    .default("false")
+    .transform((value): boolean | number | string => {
+      const v = value.trim();
+      if (v === "true" || v === "false") return v === "true";
+      return /^\d+$/.test(v) ? Number(v) : v;
+    }),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
@@ -69,6 +98,13 @@ export interface Config {
   appSecret: string | undefined;
   redisUrl: string | undefined;
   reactRateLimit: RateLimitSetting;
+  /** Failed sign-ins allowed per email, and per client address, per window. */
+  signInRateLimit: RateLimitSetting;
+  signInIpRateLimit: RateLimitSetting;
+  /** Browser origins besides PUBLIC_URL that may use cookie sessions (a console's dev server). */
+  trustedOrigins: string[];
+  /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
+  trustProxy: boolean | number | string;
   logLevel: string;
   /** Run background jobs in this instance (false: an API-only instance). */
   workers: boolean;
@@ -126,6 +162,10 @@ export function loadConfig(
     appSecret: e.META_APP_SECRET,
     redisUrl: e.REDIS_URL,
     reactRateLimit: e.REACT_RATE_LIMIT,
+    signInRateLimit: e.SIGN_IN_RATE_LIMIT,
+    signInIpRateLimit: e.SIGN_IN_IP_RATE_LIMIT,
+    trustedOrigins: e.TRUSTED_ORIGINS,
+    trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     workers: e.WORKERS === "true",
     workerConcurrency: e.WORKER_CONCURRENCY,

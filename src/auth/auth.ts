@@ -2,10 +2,12 @@ import { betterAuth } from "better-auth";
 import { drizzleAdapter } from "better-auth/adapters/drizzle";
 import { APIError, createAuthMiddleware } from "better-auth/api";
 import { bearer } from "better-auth/plugins";
+import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { authCredentials, profiles, sessions, users, verifications } from "../db/schema/index.js";
 import { storableProblem } from "../http/input.js";
+import { ownOrigins } from "./origins.js";
 
 /** Longest accepted user fields (better-auth itself bounds only the password). */
 const USER_FIELD_LIMITS: Array<[string, number]> = [
@@ -17,11 +19,35 @@ const USER_FIELD_LIMITS: Array<[string, number]> = [
   ["currentPassword", 1024],
 ];
 
-export function createAuth(db: Db, config: Pick<Config, "publicUrl" | "authSecret" | "env">) {
+const EMAIL = /[^\s@<>"'()]+@[^\s@<>"'()]+/g;
+
+/**
+ * better-auth's log lines, written through the app's pino logger (one JSON
+ * stream) instead of its coloured console lines. Email addresses in its
+ * messages are masked and only errors among its extra arguments are kept.
+ */
+function authLogger(log: FastifyBaseLogger) {
+  const child = log.child({ module: "better-auth" });
+  return {
+    level: "debug" as const,
+    log(level: "debug" | "info" | "warn" | "error", message: string, ...args: unknown[]) {
+      const err = args.find((arg) => arg instanceof Error);
+      const text = String(message).replace(EMAIL, "[email]");
+      child[level](err ? { err } : {}, text);
+    },
+  };
+}
+
+export function createAuth(
+  db: Db,
+  config: Pick<Config, "publicUrl" | "authSecret" | "env" | "trustedOrigins">,
+  log: FastifyBaseLogger,
+) {
   return betterAuth({
     appName: "wa-inbox",
     baseURL: config.publicUrl,
     basePath: "/api/auth",
+    trustedOrigins: ownOrigins(config),
     secret: config.authSecret,
     database: drizzleAdapter(db, {
       provider: "pg",
@@ -31,13 +57,16 @@ export function createAuth(db: Db, config: Pick<Config, "publicUrl" | "authSecre
     session: { modelName: "sessions" },
     account: { modelName: "auth_credentials" },
     verification: { modelName: "verifications" },
-    emailAndPassword: { enabled: true, autoSignIn: true, minPasswordLength: 8 },
+    // No session from sign-up: it answers alike whether or not the email is taken
+    // (better-auth's generic duplicate answer), so it cannot tell who has an account.
+    emailAndPassword: { enabled: true, autoSignIn: false, minPasswordLength: 8 },
     plugins: [bearer()],
-    advanced: { database: { generateId: "uuid" } },
+    // Origin and CSRF checks stay on whatever NODE_ENV says (better-auth skips them under test).
+    advanced: { database: { generateId: "uuid" }, disableOriginCheck: false, disableCSRFCheck: false },
     // Our own limiter covers what needs one; better-auth's would key on IPs we may not see.
     rateLimit: { enabled: false },
     telemetry: { enabled: false },
-    logger: { disabled: config.env === "test" },
+    logger: authLogger(log),
     // The shared input policy (http/input.ts) for what better-auth stores about a user.
     hooks: {
       before: createAuthMiddleware(async (ctx) => {

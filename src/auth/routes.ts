@@ -6,7 +6,7 @@ import { ApiError } from "../http/errors.js";
 import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
-import { requireAccount, type Sessions } from "./session.js";
+import { requireAccount, requireOwner, type Sessions } from "./session.js";
 import {
   acceptInvitation,
   createAccount,
@@ -17,14 +17,47 @@ import {
 } from "./tenancy.js";
 
 const accountBody = z.object({ name: storableString({ trim: true, min: 1, max: 200 }) });
-const invitationBody = z.object({ email: z.string().trim().max(320).email().nullish() });
+const invitationBody = z.object({
+  email: z.string({ error: "email is required" }).trim().email().max(320),
+});
+const tokenParams = z.object({ token: z.string() });
+
+const timestamp = z.iso.datetime();
+const role = z.enum(["owner", "member"]);
+const accountJson = z.object({ id: z.uuid(), name: z.string(), created_at: timestamp });
+const meAnswer = z.object({
+  user: z.object({ id: z.uuid(), name: z.string(), email: z.string() }),
+  profile: z.object({ user_id: z.uuid(), account_id: z.uuid().nullable(), role: role.nullable() }),
+  account: accountJson.nullable(),
+});
+const accountAnswer = z.object({ account: accountJson });
+const invitationAnswer = z.object({
+  invitation: z.object({
+    id: z.uuid(),
+    email: z.string(),
+    token: z.string().describe("Shown once; the invitee accepts with it"),
+    expires_at: timestamp,
+  }),
+});
+const membersAnswer = z.object({
+  members: z.array(
+    z.object({ user_id: z.uuid(), name: z.string(), email: z.string(), role: role, joined_at: timestamp }),
+  ),
+});
+
+const noAccount = "The caller's profile has no account";
 
 export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions }) {
   const { db, sessions } = deps;
 
   app.get(
     "/api/me",
-    docs({ tags: ["accounts"], summary: "The caller, their profile and account" }),
+    docs({
+      tags: ["accounts"],
+      summary: "The caller, their profile and account",
+      description: "With an API key: the owner who created the key, with the key's member rights.",
+      responses: { 200: { description: "The caller", body: meAnswer } },
+    }),
     async (request) => {
       const caller = await sessions.require(request);
       const account = caller.accountId ? await getAccount(db, caller.accountId) : null;
@@ -38,7 +71,16 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
 
   app.post(
     "/api/accounts",
-    docs({ tags: ["accounts"], summary: "Create an account and become its owner", body: accountBody }),
+    docs({
+      tags: ["accounts"],
+      summary: "Create an account and become its owner",
+      body: accountBody,
+      responses: {
+        201: { description: "Created; the caller is its owner", body: accountAnswer },
+        400: "Invalid JSON or a blank name",
+        409: "The caller already belongs to an account",
+      },
+    }),
     async (request, reply) => {
       const caller = await sessions.require(request);
       if (caller.accountId) throw new ApiError(409, "You already belong to an account");
@@ -53,19 +95,23 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
     "/api/accounts/invitations",
     docs({
       tags: ["accounts"],
-      summary: "Invite someone to the caller's account (valid 7 days)",
+      summary: "Invite someone by email to the caller's account (owner only, valid 7 days)",
+      description: "Only the user who signs in with that email can accept the invitation.",
       body: invitationBody,
+      responses: {
+        201: { description: "Created", body: invitationAnswer },
+        400: "Invalid JSON, or email missing or invalid",
+        403: `${noAccount}, the caller is a member, or an API key`,
+      },
     }),
     async (request, reply) => {
       const caller = await sessions.require(request);
-      const accountId = requireAccount(caller);
-      const raw =
-        typeof request.body === "string" && request.body.trim() !== "" ? readJsonObject(request) : {};
-      const body = parse(invitationBody, raw);
+      const accountId = requireOwner(caller);
+      const body = parse(invitationBody, readJsonObject(request));
       const invitation = await createInvitation(db, {
         accountId,
         invitedBy: caller.userId,
-        email: body.email ?? null,
+        email: body.email,
       });
       return reply.code(201).send({ invitation });
     },
@@ -73,11 +119,25 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
 
   app.post<{ Params: { token: string } }>(
     "/api/invitations/:token/accept",
-    docs({ tags: ["accounts"], summary: "Join the account that issued the invitation" }),
+    docs({
+      tags: ["accounts"],
+      summary: "Join the account that issued the invitation",
+      params: tokenParams,
+      responses: {
+        200: { description: "Joined as a member", body: accountAnswer },
+        403: "The invitation was sent to another email address",
+        404: "Invitation not found, used or expired",
+        409: "The caller already belongs to an account",
+      },
+    }),
     async (request) => {
       const caller = await sessions.require(request);
       if (caller.accountId) throw new ApiError(409, "You already belong to an account");
-      const account = await acceptInvitation(db, { userId: caller.userId, token: request.params.token });
+      const account = await acceptInvitation(db, {
+        userId: caller.userId,
+        email: caller.email,
+        token: request.params.token,
+      });
       sessions.forgetUser(caller.userId);
       if (!account) throw new ApiError(404, "Invitation not found or expired");
       return { account: toAccountJson(account) };
@@ -86,7 +146,11 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
 
   app.get(
     "/api/accounts/members",
-    docs({ tags: ["accounts"], summary: "Members of the caller's account" }),
+    docs({
+      tags: ["accounts"],
+      summary: "Members of the caller's account",
+      responses: { 200: { description: "Members, oldest first", body: membersAnswer }, 403: noAccount },
+    }),
     async (request) => {
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);

@@ -4,23 +4,15 @@ import type { FastifyRequest } from "fastify";
 import type { Db } from "../db/client.js";
 import { profiles } from "../db/schema/index.js";
 import { ApiError, unauthorized } from "../http/errors.js";
+import { apiKeyFromHeaders, resolveApiKey } from "./api-keys.js";
 import type { Auth } from "./auth.js";
+import type { Caller } from "./caller.js";
 
-/** The signed-in user behind a request, with the account their profile links to. */
-export interface Caller {
-  userId: string;
-  email: string;
-  name: string;
-  sessionId: string;
-  accountId: string | null;
-  role: "owner" | "member" | null;
-}
+export type { Caller } from "./caller.js";
 
 export interface Sessions {
-  /** Resolves the caller or throws 401 `Unauthorized`. */
+  /** Resolves the caller (a session or an API key) or throws 401 `Unauthorized`. */
   require(request: FastifyRequest): Promise<Caller>;
-  /** Forgets cached callers of this request's credential and of its user (sign-out, revocations). */
-  forgetCredential(headers: FastifyRequest["headers"]): void;
   /** Forgets cached callers of this user (their profile or account link changed). */
   forgetUser(userId: string): void;
 }
@@ -40,8 +32,10 @@ export interface SessionCacheOptions {
 /**
  * Resolving a session costs several queries (session, user, profile) on every
  * request, so a resolved caller is reused for a few seconds, keyed by the
- * credential. Sign-out and account changes on this instance forget it at once;
- * on other instances a revoked session lives on for at most the TTL.
+ * credential. Sign-out, revocations and account changes on this instance
+ * forget the user's entries at once; on other instances a revoked session
+ * lives on for at most the TTL. API keys are never cached: one indexed query
+ * per request, so a deleted key is dead at once on every instance.
  */
 export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions = {}): Sessions {
   const ttlMs = options.ttlMs ?? 5_000;
@@ -49,6 +43,9 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
   const now = options.now ?? Date.now;
   const cache = new Map<string, Cached>();
   const keysByUser = new Map<string, Set<string>>();
+  // When each user's entries were last forgotten: a resolution that started
+  // before then may have read a session revoked meanwhile, and is not cached.
+  const forgottenAt = new Map<string, number>();
 
   const forgetKey = (key: string) => {
     const entry = cache.get(key);
@@ -57,8 +54,9 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
     keysByUser.get(entry.caller.userId)?.delete(key);
   };
 
-  const remember = (key: string, caller: Caller, sessionExpiresAt: Date) => {
+  const remember = (key: string, caller: Caller, sessionExpiresAt: Date, startedAt: number) => {
     if (ttlMs <= 0) return;
+    if ((forgottenAt.get(caller.userId) ?? -1) >= startedAt) return;
     if (cache.size >= maxEntries) {
       const oldest = cache.keys().next().value;
       if (oldest !== undefined) forgetKey(oldest);
@@ -74,8 +72,15 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
 
   return {
     async require(request) {
+      const apiKey = apiKeyFromHeaders(request.headers);
+      if (apiKey !== undefined) {
+        const caller = await resolveApiKey(db, apiKey, new Date(now()));
+        if (!caller) throw unauthorized();
+        return caller;
+      }
       const key = credentialKey(request.headers);
       if (!key) throw unauthorized();
+      const startedAt = now();
       const hit = cache.get(key);
       if (hit && hit.expiresAt > now()) return hit.caller;
       if (hit) forgetKey(key);
@@ -93,22 +98,21 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
         email: found.user.email,
         name: found.user.name,
         sessionId: found.session.id,
+        apiKeyId: null,
         accountId: profile?.accountId ?? null,
         role: profile?.accountId ? (profile.role ?? "member") : null,
       };
-      remember(key, caller, new Date(found.session.expiresAt));
+      remember(key, caller, new Date(found.session.expiresAt), startedAt);
       return caller;
-    },
-    forgetCredential(headers) {
-      const key = credentialKey(headers);
-      if (!key) return;
-      const userId = cache.get(key)?.caller.userId;
-      forgetKey(key);
-      if (userId) this.forgetUser(userId);
     },
     forgetUser(userId) {
       for (const key of keysByUser.get(userId) ?? []) cache.delete(key);
       keysByUser.delete(userId);
+      const at = now();
+      if (forgottenAt.size >= maxEntries) {
+        for (const [user, time] of forgottenAt) if (time < at - ttlMs) forgottenAt.delete(user);
+      }
+      forgottenAt.set(userId, at);
     },
   };
 }
@@ -128,4 +132,16 @@ export function requireAccount(caller: Caller): string {
     throw new ApiError(403, "Your profile is not linked to an account");
   }
   return caller.accountId;
+}
+
+/**
+ * The guard of owner-only routes (invitations, API keys, webhook endpoints):
+ * the caller's account id when they own it; 403 for a member, for an API key
+ * (keys act with member rights) and for a user without an account.
+ */
+export function requireOwner(caller: Caller): string {
+  const accountId = requireAccount(caller);
+  if (caller.apiKeyId) throw new ApiError(403, "API keys cannot manage the account; sign in as its owner");
+  if (caller.role !== "owner") throw new ApiError(403, "Only the account owner can do this");
+  return accountId;
 }

@@ -28,7 +28,7 @@ export async function createAccount(db: Db, input: { userId: string; name: strin
 
 export async function createInvitation(
   db: Db,
-  input: { accountId: string; invitedBy: string; email: string | null; now?: Date },
+  input: { accountId: string; invitedBy: string; email: string; now?: Date },
 ) {
   const token = randomBytes(32).toString("base64url");
   const now = input.now ?? new Date();
@@ -37,26 +37,31 @@ export async function createInvitation(
     .values({
       accountId: input.accountId,
       invitedBy: input.invitedBy,
-      email: input.email,
+      email: input.email.toLowerCase(),
       tokenHash: hashInvitationToken(token),
       expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
     })
-    .returning({ id: accountInvitations.id, expiresAt: accountInvitations.expiresAt });
+    .returning({
+      id: accountInvitations.id,
+      email: accountInvitations.email,
+      expiresAt: accountInvitations.expiresAt,
+    });
   if (!row) throw new Error("invitation insert returned nothing");
-  return { id: row.id, token, expires_at: row.expiresAt };
+  return { id: row.id, email: row.email, token, expires_at: row.expiresAt };
 }
 
 /**
- * Links the user to the invitation's account. An invitation is single-use;
- * unknown, used and expired tokens are all 404.
+ * Links the user to the invitation's account. An invitation is single-use and
+ * only the user with the invited email can accept it (403 for anyone else,
+ * leaving it open for the invitee); unknown, used and expired tokens are 404.
  */
-export async function acceptInvitation(db: Db, input: { userId: string; token: string }) {
+export async function acceptInvitation(db: Db, input: { userId: string; email: string; token: string }) {
   return db.transaction(async (tx) => {
     const [profile] = await tx.select().from(profiles).where(eq(profiles.userId, input.userId)).for("update");
     if (profile?.accountId) throw new ApiError(409, "You already belong to an account");
-    const [invitation] = await tx
-      .update(accountInvitations)
-      .set({ acceptedAt: new Date(), acceptedBy: input.userId })
+    const [open] = await tx
+      .select({ id: accountInvitations.id, email: accountInvitations.email })
+      .from(accountInvitations)
       .where(
         and(
           eq(accountInvitations.tokenHash, hashInvitationToken(input.token)),
@@ -64,6 +69,15 @@ export async function acceptInvitation(db: Db, input: { userId: string; token: s
           gt(accountInvitations.expiresAt, new Date()),
         ),
       )
+      .for("update");
+    if (!open) throw new ApiError(404, "Invitation not found or expired");
+    if (open.email !== input.email.toLowerCase()) {
+      throw new ApiError(403, "This invitation was sent to another email address");
+    }
+    const [invitation] = await tx
+      .update(accountInvitations)
+      .set({ acceptedAt: new Date(), acceptedBy: input.userId })
+      .where(eq(accountInvitations.id, open.id))
       .returning({ accountId: accountInvitations.accountId });
     if (!invitation) throw new ApiError(404, "Invitation not found or expired");
     await tx

@@ -16,7 +16,11 @@ export interface RateLimiter {
    * `RateLimit` headers on the reply; over the limit, throws 429
    * `{ error: "Rate limit exceeded", retry_after_seconds }` with `Retry-After`.
    */
-  consume(key: string, reply: FastifyReply): Promise<void>;
+  consume(key: string, reply?: FastifyReply): Promise<void>;
+  /** Gives back one point counted against `key` (an attempt that turned out not to count). */
+  refund(key: string): Promise<void>;
+  /** Forgets everything counted against `key`. */
+  reset(key: string): Promise<void>;
 }
 
 /** How long a request waits for Redis before it is counted in memory instead. */
@@ -34,6 +38,7 @@ export function createRateLimiter(
   app: FastifyInstance,
   deps: Pick<AppDeps, "config">,
   setting: RateLimitSetting,
+  message = "Rate limit exceeded",
 ): RateLimiter {
   const options: IRateLimiterOptions = {
     keyPrefix: "wa-inbox:rl",
@@ -76,12 +81,19 @@ export function createRateLimiter(
         const { reset, values } = headers(error);
         throw new ApiError(
           429,
-          "Rate limit exceeded",
+          message,
           { retry_after_seconds: reset },
           { ...values, "retry-after": String(reset) },
         );
       }
-      reply.headers(headers(res).values);
+      reply?.headers(headers(res).values);
+    },
+    // Best effort: a failed refund only leaves one attempt too many counted.
+    async refund(key) {
+      await limiter.reward(key, 1).catch(() => undefined);
+    },
+    async reset(key) {
+      await limiter.delete(key).catch(() => undefined);
     },
   };
 }

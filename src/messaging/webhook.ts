@@ -21,6 +21,30 @@ const handshakeQuery = z.object({
   "hub.challenge": z.string(),
 });
 
+/** What Meta POSTs, for the OpenAPI document (readWebhookBatch reads it leniently). */
+const deliveryDoc = z.object({
+  object: z.string().describe('"whatsapp_business_account"'),
+  entry: z.array(
+    z.object({
+      id: z.string().describe("The WhatsApp Business Account id"),
+      changes: z.array(
+        z.object({
+          field: z.string().describe('"messages"'),
+          value: z
+            .object({
+              messaging_product: z.string(),
+              metadata: z.object({ display_phone_number: z.string(), phone_number_id: z.string() }),
+              contacts: z.array(z.unknown()).optional(),
+              messages: z.array(z.unknown()).optional(),
+              statuses: z.array(z.unknown()).optional(),
+            })
+            .catchall(z.unknown()),
+        }),
+      ),
+    }),
+  ),
+});
+
 export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
   const { db, cipher, config } = deps;
 
@@ -33,7 +57,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
         "Answers `hub.challenge` as plain text when `hub.mode` is `subscribe` and `hub.verify_token` is the verify token saved with some account's channel configuration.",
       querystring: handshakeQuery,
       responses: {
-        200: "The challenge, as text/plain",
+        200: { description: "The challenge, as text/plain", contentType: "text/plain" },
         400: "A parameter is missing",
         403: "Wrong mode or token",
       },
@@ -66,8 +90,12 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
       summary: "Inbound messages, reactions and delivery statuses from Meta",
       description:
         "Signed by Meta with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with META_APP_SECRET). A signed JSON delivery is stored as a background job and answered 200; the job stores each change (messages, reactions, statuses) and offers customer messages to the flow runner, one customer's deliveries at a time in arrival order. Changes for unknown phone numbers and malformed parts are skipped.",
+      body: deliveryDoc,
       responses: {
-        200: "Delivery accepted: stored, and processed in the background",
+        200: {
+          description: "Delivery accepted: stored, and processed in the background",
+          body: z.object({ received: z.literal(true) }),
+        },
         400: "Signed body that is not JSON",
         401: "Signature missing or wrong, or META_APP_SECRET not configured",
         500: "The delivery could not be stored; Meta delivers it again",

@@ -48,7 +48,7 @@ describe("one error shape", () => {
         method: "POST",
         url: "/api/accounts/invitations",
         headers: user.headers,
-        payload: {},
+        payload: { email: "someone@example.com" },
       });
       expect(response.statusCode).toBe(500);
       expect(response.json()).toEqual({ error: "Internal server error" });
@@ -138,13 +138,14 @@ describe("health, docs and logs", () => {
     expect(handshake.statusCode).toBe(200);
     expect(handshake.body).toBe("12345");
 
+    const invitee = await signUp(t.app);
     const invite = await t.app.inject({
       method: "POST",
       url: "/api/accounts/invitations",
       headers: user.headers,
+      payload: { email: invitee.email },
     });
     const invitationToken = invite.json().invitation.token as string;
-    const invitee = await signUp(t.app);
     const accepted = await t.app.inject({
       method: "POST",
       url: `/api/invitations/${invitationToken}/accept`,

@@ -125,14 +125,22 @@ let counter = 0;
 export async function signUp(app: FastifyInstance, name = "Agent"): Promise<TestUser> {
   counter += 1;
   const email = `user${counter}-${randomBytes(4).toString("hex")}@example.com`;
+  const password = "correct horse battery";
   const response = await app.inject({
     method: "POST",
     url: "/api/auth/sign-up/email",
-    payload: { email, password: "correct horse battery", name },
+    payload: { email, password, name },
   });
   if (response.statusCode !== 200) throw new Error(`sign-up failed: ${response.body}`);
-  const token = String(response.headers["set-auth-token"]);
-  const body = response.json() as { user: { id: string } };
+  // Sign-up opens no session (it answers alike for taken emails): sign in.
+  const signIn = await app.inject({
+    method: "POST",
+    url: "/api/auth/sign-in/email",
+    payload: { email, password },
+  });
+  if (signIn.statusCode !== 200) throw new Error(`sign-in failed: ${signIn.body}`);
+  const token = String(signIn.headers["set-auth-token"]);
+  const body = signIn.json() as { user: { id: string } };
   return { id: body.user.id, email, token, headers: { authorization: `Bearer ${token}` } };
 }
 
@@ -150,16 +158,17 @@ export async function signUpWithAccount(app: FastifyInstance, name = "Owner") {
   return { user, accountId };
 }
 
-/** A second member of an existing account, joined through an invitation. */
+/** A second member of an existing account, joined through an invitation to their email. */
 export async function addMember(app: FastifyInstance, owner: TestUser, name = "Teammate") {
+  const member = await signUp(app, name);
   const invite = await app.inject({
     method: "POST",
     url: "/api/accounts/invitations",
     headers: owner.headers,
-    payload: {},
+    payload: { email: member.email },
   });
+  if (invite.statusCode !== 201) throw new Error(`invitation failed: ${invite.body}`);
   const token = (invite.json() as { invitation: { token: string } }).invitation.token;
-  const member = await signUp(app, name);
   const accepted = await app.inject({
     method: "POST",
     url: `/api/invitations/${token}/accept`,

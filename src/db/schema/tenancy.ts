@@ -29,7 +29,8 @@ export const accountInvitations = pgTable(
     accountId: uuid("account_id")
       .notNull()
       .references(() => accounts.id, { onDelete: "cascade" }),
-    email: text("email"),
+    // Lower-cased; only the user with this email can accept the invitation.
+    email: text("email").notNull(),
     // SHA-256 of the token handed to the invitee; the token itself is never stored.
     tokenHash: text("token_hash").notNull().unique(),
     invitedBy: uuid("invited_by")

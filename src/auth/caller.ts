@@ -1,0 +1,14 @@
+/**
+ * Who is behind a request: a signed-in user with the account their profile
+ * links to, or an API key acting for its account with member rights (then
+ * `userId` is the owner who created the key and `apiKeyId` is set).
+ */
+export interface Caller {
+  userId: string;
+  email: string;
+  name: string;
+  sessionId: string | null;
+  apiKeyId: string | null;
+  accountId: string | null;
+  role: "owner" | "member" | null;
+}

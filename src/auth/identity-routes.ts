@@ -1,0 +1,275 @@
+import { fromNodeHeaders } from "better-auth/node";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import type { AppDeps } from "../deps.js";
+import { tryParseJson } from "../http/body.js";
+import { docs, type ResponseDoc } from "../http/openapi.js";
+import { createRateLimiter } from "../http/rate-limit.js";
+import type { Auth } from "./auth.js";
+import {
+  changePasswordAnswer,
+  changePasswordBody,
+  getSessionAnswer,
+  listSessionsAnswer,
+  revokeSessionBody,
+  signInAnswer,
+  signInBody,
+  signOutAnswer,
+  signUpAnswer,
+  signUpBody,
+  statusAnswer,
+  throttled,
+  updateUserBody,
+} from "./identity-docs.js";
+import { isBrowserRequest, ownOrigins } from "./origins.js";
+
+interface IdentityRoute {
+  method: "GET" | "POST";
+  path: string;
+  summary: string;
+  description?: string;
+  body?: z.ZodType;
+  responses: Record<number, ResponseDoc>;
+  public?: boolean;
+}
+
+const originRefused = "A browser request from an origin that is not this service's own (or with none)";
+
+/** better-auth's endpoints that this API exposes; every other /api/auth path is 404. */
+const ROUTES: IdentityRoute[] = [
+  {
+    method: "POST",
+    path: "/sign-up/email",
+    summary: "Create a user (then sign in)",
+    description:
+      "Answers alike whether or not the email is already registered, and opens no session: sign in next. Server-side clients send no `Origin`; browsers must send one of the service's own origins.",
+    body: signUpBody,
+    responses: {
+      200: { description: "The user (for a taken email, a stand-in)", body: signUpAnswer },
+      400: "Invalid email, or a password shorter than 8 or longer than 128 characters",
+      403: originRefused,
+      422: "The user could not be created",
+    },
+    public: true,
+  },
+  {
+    method: "POST",
+    path: "/sign-in/email",
+    summary: "Sign in with email and password",
+    description:
+      "Opens a session: the token is answered in the body and in the `set-auth-token` header (send it as `Authorization: Bearer <token>`), and set as a cookie for browsers. Failed attempts are limited per email and per client address (SIGN_IN_RATE_LIMIT, SIGN_IN_IP_RATE_LIMIT).",
+    body: signInBody,
+    responses: {
+      200: { description: "Signed in", body: signInAnswer },
+      400: "Invalid email or missing password",
+      401: "Wrong email or password",
+      403: originRefused,
+      429: throttled,
+    },
+    public: true,
+  },
+  {
+    method: "POST",
+    path: "/sign-out",
+    summary: "End the caller's session",
+    responses: { 200: { description: "Signed out", body: signOutAnswer }, 403: originRefused },
+  },
+  {
+    method: "GET",
+    path: "/get-session",
+    summary: "The caller's session and user",
+    responses: { 200: { description: "The session, or null without one", body: getSessionAnswer } },
+    public: true,
+  },
+  {
+    method: "GET",
+    path: "/list-sessions",
+    summary: "The caller's open sessions",
+    responses: { 200: { description: "Sessions", body: listSessionsAnswer } },
+  },
+  {
+    method: "POST",
+    path: "/revoke-session",
+    summary: "End one of the caller's sessions",
+    body: revokeSessionBody,
+    responses: {
+      200: { description: "Revoked", body: statusAnswer },
+      400: "Token missing",
+      403: originRefused,
+    },
+  },
+  {
+    method: "POST",
+    path: "/revoke-sessions",
+    summary: "End every session of the caller, this one included",
+    responses: { 200: { description: "Revoked", body: statusAnswer }, 403: originRefused },
+  },
+  {
+    method: "POST",
+    path: "/revoke-other-sessions",
+    summary: "End every session of the caller but this one",
+    responses: { 200: { description: "Revoked", body: statusAnswer }, 403: originRefused },
+  },
+  {
+    method: "POST",
+    path: "/change-password",
+    summary: "Change the caller's password",
+    body: changePasswordBody,
+    responses: {
+      200: { description: "Changed", body: changePasswordAnswer },
+      400: "Wrong current password, or a bad new one",
+      403: originRefused,
+    },
+  },
+  {
+    method: "POST",
+    path: "/update-user",
+    summary: "Change the caller's name or image",
+    body: updateUserBody,
+    responses: {
+      200: { description: "Updated", body: statusAnswer },
+      400: "Nothing to update, or a bad field",
+      403: originRefused,
+    },
+  },
+];
+
+const SIGN_IN = "/api/auth/sign-in/email";
+
+/** The email a sign-in names, as better-auth compares it (lower case). */
+function signInEmail(request: FastifyRequest): string | undefined {
+  const parsed = tryParseJson(request);
+  const email = parsed.ok ? (parsed.value as { email?: unknown } | null)?.email : undefined;
+  return typeof email === "string" && email.trim() ? email.trim().toLowerCase() : undefined;
+}
+const SIGN_UP = "/api/auth/sign-up/email";
+
+/**
+ * Mounts better-auth's endpoints at /api/auth/*. Server-side clients (no
+ * browser headers at all) are treated as coming from the service's own
+ * origin, since better-auth demands an Origin from anything that sends Fetch
+ * Metadata, as Node's fetch does; browsers keep its origin checks. Failed
+ * sign-ins are throttled; whatever ends sessions or changes the user forgets
+ * the user's cached sessions on this instance at once. better-auth's error
+ * answers (`{ code, message }`) are rewritten to `{ error, code }`.
+ */
+export function registerIdentityRoutes(
+  app: FastifyInstance,
+  auth: Auth,
+  deps: Pick<AppDeps, "config" | "sessions">,
+) {
+  const { config, sessions } = deps;
+  const ownOrigin = ownOrigins(config)[0] ?? new URL(config.publicUrl).origin;
+  const throttle = {
+    email: createRateLimiter(app, deps, config.signInRateLimit, "Too many failed sign-ins; try again later"),
+    address: createRateLimiter(
+      app,
+      deps,
+      config.signInIpRateLimit,
+      "Too many failed sign-ins; try again later",
+    ),
+  };
+
+  for (const route of ROUTES) {
+    const url = `/api/auth${route.path}`;
+    app.route({
+      method: route.method,
+      url,
+      ...docs({
+        tags: ["identity"],
+        summary: route.summary,
+        description: route.description,
+        body: route.body,
+        responses: route.responses,
+        public: route.public,
+      }),
+      handler: async (request, reply) => {
+        if (url === SIGN_IN) return signIn(request, reply);
+        if (route.method === "GET" || url === SIGN_UP) return forward(request, reply);
+        // Resolved before the call: a sign-out leaves no session to read afterwards.
+        const before = await auth.api
+          .getSession({ headers: fromNodeHeaders(request.headers) })
+          .catch(() => null);
+        try {
+          return await forward(request, reply);
+        } finally {
+          if (before) sessions.forgetUser(before.user.id);
+        }
+      },
+    });
+  }
+
+  async function signIn(request: FastifyRequest, reply: FastifyReply) {
+    const email = signInEmail(request);
+    const addressKey = `sign-in:address:${request.ip}`;
+    const emailKey = email ? `sign-in:email:${email}` : undefined;
+    // Each attempt takes its point before the password is checked, so that
+    // concurrent attempts cannot overshoot the limit; attempts that turn out
+    // not to be wrong credentials give it back, and so do refused ones (the
+    // counter stays at the limit instead of climbing with every refusal).
+    try {
+      await throttle.address.consume(addressKey);
+    } catch (error) {
+      await throttle.address.refund(addressKey);
+      throw error;
+    }
+    if (emailKey) {
+      try {
+        await throttle.email.consume(emailKey);
+      } catch (error) {
+        await Promise.all([throttle.email.refund(emailKey), throttle.address.refund(addressKey)]);
+        throw error;
+      }
+    }
+    let status = 500;
+    try {
+      const answer = await forward(request, reply);
+      status = reply.statusCode;
+      return answer;
+    } finally {
+      if (status !== 401) {
+        await throttle.address.refund(addressKey);
+        if (emailKey) await (status < 300 ? throttle.email.reset(emailKey) : throttle.email.refund(emailKey));
+      }
+    }
+  }
+
+  async function forward(request: FastifyRequest, reply: FastifyReply) {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value === undefined) continue;
+      headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+    }
+    if (!isBrowserRequest(request.headers)) headers.set("origin", ownOrigin);
+    // Bodies are JSON whatever Content-Type a client sent, or none (see app.ts).
+    if (request.method === "POST") headers.set("content-type", "application/json");
+    const body = request.method === "POST" && typeof request.body === "string" ? request.body : undefined;
+    const response = await auth.handler(
+      new Request(new URL(request.url, config.publicUrl), { method: request.method, headers, body }),
+    );
+
+    reply.code(response.status);
+    for (const [name, value] of response.headers) {
+      if (name === "set-cookie" || name === "content-length") continue;
+      reply.header(name, value);
+    }
+    const cookies = response.headers.getSetCookie();
+    if (cookies.length) reply.header("set-cookie", cookies);
+
+    const text = await response.text();
+    if (response.status < 400) return reply.send(text);
+    let message = response.statusText || "Request failed";
+    let code: string | undefined;
+    try {
+      const parsed = JSON.parse(text) as { message?: unknown; code?: unknown };
+      if (typeof parsed.message === "string" && parsed.message) message = parsed.message;
+      if (typeof parsed.code === "string") code = parsed.code;
+    } catch {
+      // Not JSON: keep the status text.
+    }
+    if (response.status === 401) message = "Unauthorized";
+    return reply
+      .header("content-type", "application/json; charset=utf-8")
+      .send(JSON.stringify(code ? { error: message, code } : { error: message }));
+  }
+}

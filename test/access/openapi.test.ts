@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestApp, type TestApp } from "../helpers/harness.js";
+
+interface Operation {
+  summary?: string;
+  security?: unknown[];
+  requestBody?: { content?: Record<string, { schema?: unknown }> };
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
+}
+type Document = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, unknown> };
+  security: unknown[];
+};
+
+/** Swagger UI's own pages; not part of the API. */
+const UNDOCUMENTED_PREFIXES = ["/docs"];
+/** Unsafe routes that take no body, on purpose. */
+const BODYLESS = new Set([
+  "post /api/auth/sign-out",
+  "post /api/auth/revoke-sessions",
+  "post /api/auth/revoke-other-sessions",
+  "post /api/invitations/{token}/accept",
+]);
+
+let t: TestApp;
+let doc: Document;
+beforeAll(async () => {
+  t = await createTestApp();
+  doc = (await t.app.inject({ url: "/api/openapi.json" })).json();
+});
+afterAll(() => t.close());
+
+/**
+ * Every route the app registered, as "method /path/{param}", read from
+ * Fastify's route tree (printRoutes). Each tree line's segment continues its
+ * parent's path; HEAD routes are Fastify's automatic twins of GET.
+ */
+function registeredRoutes(app: TestApp["app"]): string[] {
+  const routes: string[] = [];
+  const stack: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split("\n")) {
+    const match = /^((?:[│ ] {3})*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!match) continue;
+    const depth = (match[1] ?? "").length / 4;
+    stack.length = depth;
+    stack.push(match[2] ?? "");
+    const path = stack.join("").replace(/:([A-Za-z_]+)/g, "{$1}");
+    if (UNDOCUMENTED_PREFIXES.some((prefix) => path.startsWith(prefix))) continue;
+    for (const method of (match[3] ?? "").split(",").map((m) => m.trim())) {
+      if (method && method !== "HEAD") routes.push(`${method.toLowerCase()} ${path}`);
+    }
+  }
+  return routes.sort();
+}
+
+const operations = () =>
+  Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, operation]) => ({ key: `${method} ${path}`, operation })),
+  );
+
+describe("the OpenAPI document", () => {
+  it("documents exactly the routes the app serves", () => {
+    const served = registeredRoutes(t.app);
+    expect(served.length).toBeGreaterThan(30);
+    expect(served).toContain("post /api/auth/sign-in/email");
+    expect(
+      operations()
+        .map((o) => o.key)
+        .sort(),
+    ).toEqual(served);
+  });
+
+  it("documents the identity routes: sign-up, sign-in, sign-out, get-session", () => {
+    for (const key of [
+      "post /api/auth/sign-up/email",
+      "post /api/auth/sign-in/email",
+      "post /api/auth/sign-out",
+      "get /api/auth/get-session",
+    ]) {
+      expect(operations().map((o) => o.key)).toContain(key);
+    }
+    const signIn = doc.paths["/api/auth/sign-in/email"]?.post;
+    expect(Object.keys(signIn?.responses ?? {})).toEqual(
+      expect.arrayContaining(["200", "401", "403", "429"]),
+    );
+  });
+
+  it("gives every operation a summary and every answer a description and a schema", () => {
+    const missing: string[] = [];
+    for (const { key, operation } of operations()) {
+      if (!operation.summary) missing.push(`${key}: summary`);
+      const responses = Object.entries(operation.responses ?? {});
+      if (responses.length === 0) missing.push(`${key}: responses`);
+      for (const [status, response] of responses) {
+        if (!response.description || response.description === "Default Response") {
+          missing.push(`${key} ${status}: description`);
+        }
+        const schemas = Object.values(response.content ?? {}).filter((c) => c.schema);
+        if (schemas.length === 0) missing.push(`${key} ${status}: schema`);
+      }
+      if (!Object.keys(operation.responses ?? {}).some((s) => s.startsWith("2"))) missing.push(`${key}: 2xx`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("documents the request body of every unsafe route that takes one", () => {
+    const missing = operations()
+      .filter(({ key }) => /^(post|put|patch) /.test(key) && !BODYLESS.has(key))
+      .filter(({ operation }) => !operation.requestBody?.content?.["application/json"]?.schema)
+      .map(({ key }) => key);
+    expect(missing).toEqual([]);
+  });
+
+  it("documents the status codes the access routes answer with", () => {
+    const statuses = (path: string, method: string) =>
+      Object.keys(doc.paths[path]?.[method]?.responses ?? {});
+    expect(statuses("/api/accounts", "post")).toEqual(expect.arrayContaining(["201", "400", "401", "409"]));
+    expect(statuses("/api/accounts/invitations", "post")).toEqual(
+      expect.arrayContaining(["201", "400", "401", "403"]),
+    );
+    expect(statuses("/api/api-keys", "post")).toEqual(expect.arrayContaining(["201", "400", "401", "403"]));
+    expect(statuses("/api/api-keys/{id}", "delete")).toEqual(
+      expect.arrayContaining(["200", "401", "403", "404"]),
+    );
+    expect(statuses("/readyz", "get")).toEqual(["200", "503"]);
+  });
+
+  it("declares session (bearer, cookie) and API key security, and 401 on every protected operation", () => {
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["apiKey", "bearer", "cookie"]);
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({
+      type: "apiKey",
+      in: "header",
+      name: "X-API-Key",
+    });
+    const unprotected = operations()
+      .filter(({ operation }) => !(Array.isArray(operation.security) && operation.security.length === 0))
+      .filter(({ operation }) => !operation.responses?.["401"])
+      .map(({ key }) => key);
+    expect(unprotected).toEqual([]);
+  });
+});
