@@ -13,6 +13,10 @@ import { createSessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
+import { DEFAULT_DELIVERY_POLICY, type DeliveryPolicy } from "./events/delivery.js";
+import { registerWebhookEndpointRoutes } from "./events/endpoint-routes.js";
+import { createEventHub } from "./events/hub.js";
+import { registerEventRoutes } from "./events/routes.js";
 import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
@@ -46,6 +50,10 @@ export interface AppOptions {
   now?: () => Date;
   /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
   sessionCacheTtlMs?: number;
+  /** Heartbeat of the event streams (default 15 s). */
+  eventStreamHeartbeatMs?: number;
+  /** Outbound webhook timeout and retry schedule (tests shorten the delays). */
+  webhookDelivery?: Partial<DeliveryPolicy>;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -136,9 +144,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }),
     events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
     now: options.now ?? (() => new Date()),
+    eventHub: createEventHub(database.pool.options, app.log),
+    eventStreamHeartbeatMs: options.eventStreamHeartbeatMs ?? 15_000,
+    webhookDelivery: { ...DEFAULT_DELIVERY_POLICY, ...options.webhookDelivery },
   };
   app.decorate("deps", deps);
   app.addHook("onClose", () => deps.events.idle());
+  app.addHook("onClose", () => deps.eventHub.close());
 
   app.get(
     "/healthz",
@@ -169,6 +181,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerFlowRoutes(app, deps);
   registerRunner(app, deps);
   registerReactionRoutes(app, deps);
+  registerEventRoutes(app, deps);
+  registerWebhookEndpointRoutes(app, deps);
 
   return app;
 }

@@ -51,6 +51,7 @@ const schema = z.object({
     .optional(),
   REACT_RATE_LIMIT: rateLimit,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("false"),
 });
 
 export interface Config {
@@ -68,6 +69,8 @@ export interface Config {
   redisUrl: string | undefined;
   reactRateLimit: RateLimitSetting;
   logLevel: string;
+  /** Outbound webhook URLs may use http and reach loopback or private addresses. */
+  webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -121,6 +124,7 @@ export function loadConfig(
     redisUrl: e.REDIS_URL,
     reactRateLimit: e.REACT_RATE_LIMIT,
     logLevel: e.LOG_LEVEL,
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE === "true",
   };
 }
 

@@ -1,6 +1,8 @@
 import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
+import type { DeliveryPolicy } from "./events/delivery.js";
+import type { EventHub } from "./events/hub.js";
 import type { AppEvents } from "./events.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
@@ -19,4 +21,10 @@ export interface AppDeps {
   graph: GraphClient;
   events: AppEvents;
   now: () => Date;
+  /** This instance's LISTEN connection for the account event streams. */
+  eventHub: EventHub;
+  /** Comment sent on every open event stream this often. */
+  eventStreamHeartbeatMs: number;
+  /** Outbound webhook timeout, retries and disabling. */
+  webhookDelivery: DeliveryPolicy;
 }

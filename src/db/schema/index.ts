@@ -1,4 +1,5 @@
 export * from "./auth.js";
+export * from "./events.js";
 export * from "./flows.js";
 export * from "./inbox.js";
 export * from "./messaging.js";
