@@ -1,0 +1,219 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestApp, signUp } from "../helpers/harness.js";
+import { sign, textBatch } from "../webhook/meta.js";
+import {
+  APP_SECRET,
+  allEvents,
+  api,
+  baseUrl,
+  business,
+  createWorld,
+  customerOf,
+  openStream,
+  type SseEvent,
+  settle,
+  type World,
+} from "./helpers.js";
+
+let w: World;
+beforeAll(async () => {
+  w = await createWorld({ eventStreamHeartbeatMs: 100 });
+});
+afterAll(() => w.close());
+
+const streamUrl = (query = "") => `${baseUrl(w.t)}/api/events/stream${query}`;
+const isMessage = (text: string) => (e: SseEvent) =>
+  e.data.type === "message.received" && e.data.data.text === text;
+
+describe("GET /api/events/stream", () => {
+  it("answers 401 without a session and 403 without an account", async () => {
+    const anonymous = await w.t.app.inject({ url: "/api/events/stream" });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.json()).toEqual({ error: "Unauthorized" });
+    const loner = await signUp(w.t.app);
+    const noAccount = await w.t.app.inject({ url: "/api/events/stream", headers: loner.headers });
+    expect(noAccount.statusCode).toBe(403);
+  });
+
+  it("sends an inbound customer message as it is stored, with the event id as the SSE id", async () => {
+    const b = await business(w);
+    const stream = await openStream(streamUrl(), b.user.headers);
+    try {
+      expect(stream.status).toBe(200);
+      expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      await customerOf(w, b).text("Is the shop open today?");
+      const event = await stream.next(isMessage("Is the shop open today?"));
+      expect(event.id).toBe(event.data.id);
+      expect(event.data).toEqual({
+        id: expect.any(String),
+        type: "message.received",
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        data: expect.objectContaining({ direction: "inbound", sender_type: "customer", status: "received" }),
+      });
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it("starts at the present: events from before the connection are not replayed without Last-Event-ID", async () => {
+    const b = await business(w);
+    const customer = customerOf(w, b);
+    await customer.text("before");
+    await settle(w.t);
+    const stream = await openStream(streamUrl(), b.user.headers);
+    try {
+      await customer.text("after");
+      await stream.next(isMessage("after"));
+      expect(stream.events.filter(isMessage("before"))).toEqual([]);
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it("resumes after Last-Event-ID (header or query), sending what was missed in order", async () => {
+    const b = await business(w);
+    const customer = customerOf(w, b);
+    const first = await openStream(streamUrl(), b.user.headers);
+    await customer.text("one");
+    const one = await first.next(isMessage("one"));
+    await first.close();
+
+    await customer.text("two");
+    await customer.text("three");
+    await settle(w.t);
+
+    for (const open of [
+      () => openStream(streamUrl(), { ...b.user.headers, "last-event-id": one.id! }),
+      () => openStream(streamUrl(`?last_event_id=${one.id}`), b.user.headers),
+    ]) {
+      const resumed = await open();
+      try {
+        await resumed.next(isMessage("three"));
+        const texts = resumed.events
+          .filter((e) => e.data.type === "message.received")
+          .map((e) => e.data.data.text);
+        expect(texts).toEqual(["two", "three"]);
+      } finally {
+        await resumed.close();
+      }
+    }
+  });
+
+  it("delivers a change made through another instance on the same database", async () => {
+    const b = await business(w);
+    const second = await createTestApp({
+      databaseUrl: w.t.config.databaseUrl,
+      config: { appSecret: APP_SECRET, graphApiUrl: w.sandbox.url },
+    });
+    const stream = await openStream(streamUrl(), b.user.headers);
+    try {
+      const raw = JSON.stringify(
+        textBatch({ phoneNumberId: b.phoneNumberId, from: "4915112345678", body: "via two" }),
+      );
+      const posted = await second.app.inject({
+        method: "POST",
+        url: "/api/messaging/webhook",
+        headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw, APP_SECRET) },
+        payload: raw,
+      });
+      expect(posted.statusCode).toBe(200);
+      const event = await stream.next(isMessage("via two"));
+      expect(event.data.data.direction).toBe("inbound");
+    } finally {
+      await stream.close();
+      await second.app.close();
+      await second.database.close();
+    }
+  });
+
+  it("never shows another account's events", async () => {
+    const mine = await business(w);
+    const theirs = await business(w);
+    const stream = await openStream(streamUrl(), mine.user.headers);
+    try {
+      await customerOf(w, theirs).text("their secret");
+      await settle(w.t);
+      await customerOf(w, mine).text("mine");
+      await stream.next(isMessage("mine"));
+      expect(JSON.stringify(stream.events)).not.toContain("their secret");
+      expect(JSON.stringify(await allEvents(w.t, mine.user))).not.toContain("their secret");
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it("sends a comment heartbeat", async () => {
+    const b = await business(w);
+    const stream = await openStream(streamUrl(), b.user.headers);
+    try {
+      await stream.waitFor(() => stream.comments.includes("heartbeat"));
+    } finally {
+      await stream.close();
+    }
+  });
+
+  it("ends the stream once the session is signed out", async () => {
+    const b = await business(w);
+    const stream = await openStream(streamUrl(), b.user.headers);
+    const out = await w.t.app.inject({ method: "POST", url: "/api/auth/sign-out", headers: b.user.headers });
+    expect(out.statusCode).toBe(200);
+    await stream.ended;
+    expect(stream.isEnded()).toBe(true);
+  });
+
+  it("ends open streams when the app closes, so shutdown does not hang", async () => {
+    const own = await createWorld();
+    const b = await business(own);
+    const stream = await openStream(`${baseUrl(own.t)}/api/events/stream`, b.user.headers);
+    await stream.waitFor(() => stream.comments.includes("connected"));
+    await own.close();
+    await stream.ended;
+    expect(stream.isEnded()).toBe(true);
+  });
+});
+
+describe("GET /api/events", () => {
+  it("pages the account's events oldest first with after and limit", async () => {
+    const b = await business(w);
+    const customer = customerOf(w, b);
+    for (const text of ["a", "b", "c"]) await customer.text(text);
+    await settle(w.t);
+    const all = await allEvents(w.t, b.user);
+    expect(all.filter((e) => e.type === "message.received").map((e) => e.data.text)).toEqual(["a", "b", "c"]);
+
+    const first = (await api(w.t, b.user, "GET", "/api/events?limit=2")).json();
+    expect(first.events.map((e: { id: string }) => e.id)).toEqual(all.slice(0, 2).map((e) => e.id));
+    expect(first).toMatchObject({ next_after: all[1].id, has_more: true });
+    const rest = (await api(w.t, b.user, "GET", `/api/events?after=${first.next_after}&limit=500`)).json();
+    expect(rest.events.map((e: { id: string }) => e.id)).toEqual(all.slice(2).map((e) => e.id));
+    expect(rest.has_more).toBe(false);
+    const empty = (await api(w.t, b.user, "GET", `/api/events?after=${all.at(-1).id}`)).json();
+    expect(empty).toEqual({ events: [], next_after: all.at(-1).id, has_more: false });
+  });
+
+  it.each([
+    ["limit=0", /limit/],
+    ["limit=501", /limit/],
+    ["after=00000000-0000-4000-8000-000000000000", /after: unknown event id/],
+    ["after=not-an-id", /after: unknown event id/],
+  ])("answers 400 for %s", async (query, message) => {
+    const b = await business(w);
+    const response = await api(w.t, b.user, "GET", `/api/events?${query}`);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toMatch(message);
+  });
+
+  it("treats another account's event id as unknown", async () => {
+    const mine = await business(w);
+    const theirs = await business(w);
+    await customerOf(w, theirs).text("hello");
+    await settle(w.t);
+    const [foreign] = await allEvents(w.t, theirs.user);
+    const response = await api(w.t, mine.user, "GET", `/api/events?after=${foreign.id}`);
+    expect(response.statusCode).toBe(400);
+  });
+
+  it("answers 401 without a session", async () => {
+    expect((await w.t.app.inject({ url: "/api/events" })).statusCode).toBe(401);
+  });
+});
