@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { webhookDeliveries } from "../db/schema/index.js";
+import { and, eq, isNotNull, sql } from "drizzle-orm";
+import { webhookDeliveries, webhookEndpoints } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
+import { isUuid } from "../http/ids.js";
+import { addJob } from "../jobs/queue.js";
 import type { EndpointRow } from "./endpoints.js";
+import { findEvent } from "./log.js";
 import { type PostResult, postWebhook } from "./post.js";
 import type { EventJson } from "./types.js";
 
@@ -91,4 +95,107 @@ export async function sendTestEvent(
     })
     .returning();
   return row!;
+}
+
+/** The payload of a `deliver-webhook` job: one attempt of one event to one endpoint. */
+export interface DeliveryJob {
+  endpoint_id: string;
+  event_id: string;
+  attempt: number;
+}
+
+export const DELIVERY_TASK = "deliver-webhook";
+/** One queue per endpoint: a slow or dead receiver holds at most one worker at a time. */
+export const deliveryQueue = (endpointId: string) => `webhooks:${endpointId}`;
+
+/**
+ * Makes attempt `job.attempt` of delivering an event to an endpoint, logs it,
+ * and on failure schedules the next attempt (within the retry window) in the
+ * same transaction as the log row. Idempotent: an attempt already logged is
+ * not made again; an endpoint removed or disabled, or an event purged, ends
+ * the chain quietly. An endpoint whose deliveries have failed for
+ * `disableAfterMs` without a single success is disabled.
+ */
+export async function deliverEvent(
+  deps: Pick<AppDeps, "db" | "cipher" | "config" | "now" | "webhookDelivery">,
+  job: DeliveryJob,
+): Promise<"delivered" | "failed" | "skipped"> {
+  const { db, webhookDelivery: policy } = deps;
+  if (!isUuid(job.endpoint_id) || !isUuid(job.event_id)) return "skipped";
+  const [endpoint] = await db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, job.endpoint_id));
+  if (!endpoint?.enabled) return "skipped";
+  const [logged] = await db
+    .select({ id: webhookDeliveries.id })
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.endpointId, endpoint.id),
+        eq(webhookDeliveries.eventId, job.event_id),
+        eq(webhookDeliveries.attempt, job.attempt),
+      ),
+    );
+  if (logged) return "skipped";
+  const event = await findEvent(db, endpoint.accountId, job.event_id);
+  if (!event) return "skipped";
+
+  const result = await postEvent(deps, endpoint, event);
+  const now = deps.now();
+  const retryAt = now.getTime() + retryDelayMs(policy, job.attempt);
+  const next =
+    !result.ok && retryAt <= Date.parse(event.created_at) + policy.retryWindowMs ? new Date(retryAt) : null;
+
+  await db.transaction(async (tx) => {
+    const inserted = await tx
+      .insert(webhookDeliveries)
+      .values({
+        accountId: endpoint.accountId,
+        endpointId: endpoint.id,
+        eventId: event.id,
+        eventType: event.type,
+        attempt: job.attempt,
+        status: result.ok ? "delivered" : "failed",
+        responseStatus: result.status,
+        responseBody: result.body,
+        durationMs: result.durationMs,
+        error: result.error,
+        nextAttemptAt: next,
+        createdAt: now,
+      })
+      .onConflictDoNothing()
+      .returning({ id: webhookDeliveries.id });
+    // Another run of this very attempt got here first and did the rest.
+    if (inserted.length === 0) return;
+    if (next) {
+      const payload: DeliveryJob = { ...job, attempt: job.attempt + 1 };
+      await addJob(
+        tx,
+        DELIVERY_TASK,
+        { ...payload },
+        {
+          queueName: deliveryQueue(endpoint.id),
+          runAt: next,
+          maxAttempts: 5,
+        },
+      );
+    }
+    if (result.ok) {
+      await tx
+        .update(webhookEndpoints)
+        .set({ failingSince: null })
+        .where(and(eq(webhookEndpoints.id, endpoint.id), isNotNull(webhookEndpoints.failingSince)));
+      return;
+    }
+    const since = sql`coalesce(${webhookEndpoints.failingSince}, ${now.toISOString()}::timestamptz)`;
+    const expired = sql`${since} <= ${new Date(now.getTime() - policy.disableAfterMs).toISOString()}::timestamptz`;
+    await tx
+      .update(webhookEndpoints)
+      .set({
+        failingSince: since,
+        enabled: sql`case when ${expired} then false else ${webhookEndpoints.enabled} end`,
+        disabledReason: sql`case when ${expired} then 'Disabled automatically: every delivery since ' || api_timestamp(${since}) || ' failed' else ${webhookEndpoints.disabledReason} end`,
+        updatedAt: sql`case when ${expired} then ${now.toISOString()}::timestamptz else ${webhookEndpoints.updatedAt} end`,
+      })
+      .where(eq(webhookEndpoints.id, endpoint.id));
+  });
+  return result.ok ? "delivered" : "failed";
 }
