@@ -1,4 +1,7 @@
+import { inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountEvents } from "../../src/db/schema/index.js";
+import { purgeOldEvents } from "../../src/events/log.js";
 import { createTestApp, signUp } from "../helpers/harness.js";
 import { sign, textBatch } from "../webhook/meta.js";
 import {
@@ -215,5 +218,26 @@ describe("GET /api/events", () => {
 
   it("answers 401 without a session", async () => {
     expect((await w.t.app.inject({ url: "/api/events" })).statusCode).toBe(401);
+  });
+
+  it("keeps events 7 days: the purge drops older ones", async () => {
+    const b = await business(w);
+    const customer = customerOf(w, b);
+    await customer.text("old");
+    await settle(w.t);
+    const old = (await allEvents(w.t, b.user)).map((e) => e.id);
+    const eightDaysAgo = new Date(Date.now() - 8 * 24 * 3600 * 1000);
+    await w.t.database.db
+      .update(accountEvents)
+      .set({ createdAt: eightDaysAgo })
+      .where(inArray(accountEvents.id, old));
+    await customer.text("new");
+    await settle(w.t);
+
+    expect(await purgeOldEvents(w.t.database.db, new Date())).toBeGreaterThanOrEqual(old.length);
+    const kept = await allEvents(w.t, b.user);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.filter((e) => old.includes(e.id))).toEqual([]);
+    expect(kept.some((e) => e.type === "message.received" && e.data.text === "new")).toBe(true);
   });
 });

@@ -43,10 +43,10 @@ ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_endpoint_id_
 ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "webhook_endpoints_account_id_accounts_id_fk" FOREIGN KEY ("account_id") REFERENCES "public"."accounts"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_endpoints" ADD CONSTRAINT "webhook_endpoints_created_by_users_id_fk" FOREIGN KEY ("created_by") REFERENCES "public"."users"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "account_events_account_position_idx" ON "account_events" USING btree ("account_id","tx_id","seq");--> statement-breakpoint
-CREATE INDEX "account_events_created_idx" ON "account_events" USING btree ("created_at");--> statement-breakpoint
+CREATE INDEX "account_events_created_idx" ON "account_events" USING brin ("created_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "webhook_deliveries_attempt_uq" ON "webhook_deliveries" USING btree ("endpoint_id","event_id","attempt");--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_endpoint_created_idx" ON "webhook_deliveries" USING btree ("endpoint_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
-CREATE INDEX "webhook_deliveries_created_idx" ON "webhook_deliveries" USING btree ("created_at");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_created_idx" ON "webhook_deliveries" USING brin ("created_at");--> statement-breakpoint
 CREATE INDEX "webhook_endpoints_account_idx" ON "webhook_endpoints" USING btree ("account_id","created_at");--> statement-breakpoint
 -- Account events (product section 15). Triggers write each event in the transaction that makes
 -- the change, with `data` built here as the API shows the resource (src/inbox/json.ts,
@@ -66,11 +66,13 @@ CREATE FUNCTION api_message_json(m messages) RETURNS json LANGUAGE sql STABLE AS
     'created_at', api_timestamp(m.created_at), 'updated_at', api_timestamp(m.updated_at))
 $$;
 --> statement-breakpoint
-CREATE FUNCTION api_message_reactions_json(message uuid) RETURNS json LANGUAGE sql STABLE AS $$
-  SELECT coalesce(json_agg(json_build_object('actor_type', r.actor_type, 'actor_id', r.actor_id, 'emoji', r.emoji)
-                           ORDER BY r.created_at, r.id), '[]'::json)
-  FROM message_reactions r WHERE r.message_id = message
-$$;
+-- Functions that query are plpgsql: their plans are cached per connection (a SQL function's are not).
+CREATE FUNCTION api_message_reactions_json(message uuid) RETURNS json LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (SELECT coalesce(json_agg(json_build_object('actor_type', r.actor_type, 'actor_id', r.actor_id,
+                                                     'emoji', r.emoji) ORDER BY r.created_at, r.id), '[]'::json)
+          FROM message_reactions r WHERE r.message_id = message);
+END $$;
 --> statement-breakpoint
 -- The message as a conversation's message list shows it: api_message_json plus its reactions,
 -- appended to the object's text so that the key order stays the API's.
@@ -78,16 +80,20 @@ CREATE FUNCTION api_message_event_json(m messages, reactions json) RETURNS json 
   SELECT (left(api_message_json(m)::text, -1) || ', "reactions" : ' || reactions::text || '}')::json
 $$;
 --> statement-breakpoint
-CREATE FUNCTION api_conversation_json(c conversations) RETURNS json LANGUAGE sql STABLE AS $$
-  SELECT json_build_object(
+CREATE FUNCTION api_conversation_json(c conversations) RETURNS json LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  contact json;
+  last json;
+BEGIN
+  SELECT json_build_object('id', k.id, 'wa_id', k.wa_id, 'name', k.name, 'phone', k.phone, 'tags', k.tags)
+    INTO contact FROM contacts k WHERE k.id = c.contact_id;
+  SELECT api_message_json(m) INTO last FROM messages m WHERE m.conversation_id = c.id
+    ORDER BY m.created_at DESC, m.id DESC LIMIT 1;
+  RETURN json_build_object(
     'id', c.id, 'status', c.status, 'assigned_to', c.assigned_to,
     'last_message_at', api_timestamp(c.last_message_at), 'created_at', api_timestamp(c.created_at),
-    'contact', (SELECT json_build_object('id', k.id, 'wa_id', k.wa_id, 'name', k.name, 'phone', k.phone,
-                                         'tags', k.tags)
-                FROM contacts k WHERE k.id = c.contact_id),
-    'last_message', (SELECT api_message_json(m) FROM messages m WHERE m.conversation_id = c.id
-                     ORDER BY m.created_at DESC, m.id DESC LIMIT 1))
-$$;
+    'contact', contact, 'last_message', last);
+END $$;
 --> statement-breakpoint
 CREATE FUNCTION api_flow_run_json(r flow_runs) RETURNS json LANGUAGE sql STABLE AS $$
   SELECT json_build_object(

@@ -43,7 +43,8 @@ export const accountEvents = pgTable(
   },
   (t) => [
     index("account_events_account_position_idx").on(t.accountId, t.txId, t.seq),
-    index("account_events_created_idx").on(t.createdAt),
+    // BRIN: rows arrive in created_at order, so a tiny index serves the retention purge.
+    index("account_events_created_idx").using("brin", t.createdAt),
   ],
 );
 
@@ -103,6 +104,6 @@ export const webhookDeliveries = pgTable(
       t.createdAt.desc().nullsFirst(),
       t.id.desc().nullsFirst(),
     ),
-    index("webhook_deliveries_created_idx").on(t.createdAt),
+    index("webhook_deliveries_created_idx").using("brin", t.createdAt),
   ],
 );
