@@ -17,13 +17,14 @@ import { DEFAULT_DELIVERY_POLICY, type DeliveryPolicy } from "./events/delivery.
 import { registerWebhookEndpointRoutes } from "./events/endpoint-routes.js";
 import { createEventHub } from "./events/hub.js";
 import { registerEventRoutes } from "./events/routes.js";
-import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
+import { createJobs } from "./jobs/drain.js";
+import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
@@ -54,6 +55,10 @@ export interface AppOptions {
   eventStreamHeartbeatMs?: number;
   /** Outbound webhook timeout and retry schedule (tests shorten the delays). */
   webhookDelivery?: Partial<DeliveryPolicy>;
+  /** Run background jobs in this process (default: config.workers). */
+  workers?: boolean;
+  /** Run the minute-by-minute timeout sweep with the workers (default true). */
+  cron?: boolean;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -142,14 +147,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       version: config.graphApiVersion,
       timeoutMs: options.upstreamTimeoutMs,
     }),
-    events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
+    jobs: createJobs(database.pool),
+    log: app.log,
     now: options.now ?? (() => new Date()),
-    eventHub: createEventHub(database.pool.options, app.log),
+    eventHub: createEventHub({ connectionString: database.url }, app.log),
     eventStreamHeartbeatMs: options.eventStreamHeartbeatMs ?? 15_000,
     webhookDelivery: { ...DEFAULT_DELIVERY_POLICY, ...options.webhookDelivery },
   };
   app.decorate("deps", deps);
-  app.addHook("onClose", () => deps.events.idle());
   app.addHook("onClose", () => deps.eventHub.close());
 
   app.get(
@@ -183,6 +188,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerReactionRoutes(app, deps);
   registerEventRoutes(app, deps);
   registerWebhookEndpointRoutes(app, deps);
+
+  if (options.workers ?? config.workers) {
+    const workers = await startWorkers(deps, {
+      connectionString: database.url,
+      concurrency: config.workerConcurrency,
+      log: app.log.child({ component: "jobs" }),
+      cron: options.cron,
+    });
+    // After the HTTP server stopped taking requests: running jobs finish (10 s at most).
+    app.addHook("onClose", () => workers.stop());
+  }
 
   return app;
 }

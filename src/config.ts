@@ -52,6 +52,8 @@ const schema = z.object({
   REACT_RATE_LIMIT: rateLimit,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("false"),
+  WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
 
 export interface Config {
@@ -71,6 +73,10 @@ export interface Config {
   logLevel: string;
   /** Outbound webhook URLs may use http and reach loopback or private addresses. */
   webhookAllowPrivate: boolean;
+  /** Run background jobs in this instance (false: an API-only instance). */
+  workers: boolean;
+  /** Jobs one instance runs at once. */
+  workerConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -125,6 +131,8 @@ export function loadConfig(
     reactRateLimit: e.REACT_RATE_LIMIT,
     logLevel: e.LOG_LEVEL,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE === "true",
+    workers: e.WORKERS === "true",
+    workerConcurrency: e.WORKER_CONCURRENCY,
   };
 }
 

@@ -99,8 +99,8 @@ export async function sendTestEvent(
 
 /** The payload of a `deliver-webhook` job: one attempt of one event to one endpoint. */
 export interface DeliveryJob {
-  endpoint_id: string;
-  event_id: string;
+  endpointId: string;
+  eventId: string;
   attempt: number;
 }
 
@@ -121,8 +121,8 @@ export async function deliverEvent(
   job: DeliveryJob,
 ): Promise<"delivered" | "failed" | "skipped"> {
   const { db, webhookDelivery: policy } = deps;
-  if (!isUuid(job.endpoint_id) || !isUuid(job.event_id)) return "skipped";
-  const [endpoint] = await db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, job.endpoint_id));
+  if (!isUuid(job.endpointId) || !isUuid(job.eventId)) return "skipped";
+  const [endpoint] = await db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, job.endpointId));
   if (!endpoint?.enabled) return "skipped";
   const [logged] = await db
     .select({ id: webhookDeliveries.id })
@@ -130,12 +130,12 @@ export async function deliverEvent(
     .where(
       and(
         eq(webhookDeliveries.endpointId, endpoint.id),
-        eq(webhookDeliveries.eventId, job.event_id),
+        eq(webhookDeliveries.eventId, job.eventId),
         eq(webhookDeliveries.attempt, job.attempt),
       ),
     );
   if (logged) return "skipped";
-  const event = await findEvent(db, endpoint.accountId, job.event_id);
+  const event = await findEvent(db, endpoint.accountId, job.eventId);
   if (!event) return "skipped";
 
   const result = await postEvent(deps, endpoint, event);

@@ -59,7 +59,7 @@ export function customerOf(w: World, b: Business, target: TestApp = w.t, name = 
 
 /** Waits until the work a request started in the background is done. */
 export async function settle(t: TestApp) {
-  await t.app.deps.events.idle();
+  await t.app.deps.jobs.drain();
 }
 
 export async function api(

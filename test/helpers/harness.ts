@@ -72,6 +72,8 @@ export async function createTestApp(
     eventStreamHeartbeatMs?: number;
     /** Outbound webhook retry schedule (tests shorten the delays). */
     webhookDelivery?: AppOptions["webhookDelivery"];
+    /** Run background jobs (default true; the minute-by-minute cron stays off in tests). */
+    workers?: boolean;
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -99,6 +101,8 @@ export async function createTestApp(
     sessionCacheTtlMs: options.sessionCacheTtlMs,
     eventStreamHeartbeatMs: options.eventStreamHeartbeatMs,
     webhookDelivery: options.webhookDelivery,
+    workers: options.workers ?? true,
+    cron: false,
   });
   await app.ready();
   return {

@@ -119,7 +119,7 @@ BEGIN
     WHERE e.account_id = account AND e.enabled AND (e.events @> ARRAY[event_type] OR e.events @> ARRAY['*'])
   LOOP
     PERFORM graphile_worker.add_job('deliver-webhook',
-      json_build_object('endpoint_id', endpoint_id, 'event_id', event_id, 'attempt', 1),
+      json_build_object('endpointId', endpoint_id, 'eventId', event_id, 'attempt', 1),
       queue_name => 'webhooks:' || endpoint_id, max_attempts => 5);
   END LOOP;
 END $$;
@@ -189,5 +189,11 @@ END $$;
 CREATE TRIGGER flow_runs_account_event_insert AFTER INSERT ON flow_runs
   FOR EACH ROW EXECUTE FUNCTION flow_runs_account_event();
 --> statement-breakpoint
+-- Only what the run's JSON shows (the runner's bookkeeping columns change more often).
 CREATE TRIGGER flow_runs_account_event_update AFTER UPDATE ON flow_runs
-  FOR EACH ROW WHEN (OLD.* IS DISTINCT FROM NEW.*) EXECUTE FUNCTION flow_runs_account_event();
+  FOR EACH ROW WHEN ((OLD.status, OLD.current_node_key, OLD.vars, OLD.reprompt_count, OLD.end_reason,
+                      OLD.last_activity_at, OLD.ended_at, OLD.conversation_id, OLD.flow_id, OLD.contact_id)
+                     IS DISTINCT FROM
+                     (NEW.status, NEW.current_node_key, NEW.vars, NEW.reprompt_count, NEW.end_reason,
+                      NEW.last_activity_at, NEW.ended_at, NEW.conversation_id, NEW.flow_id, NEW.contact_id))
+  EXECUTE FUNCTION flow_runs_account_event();
