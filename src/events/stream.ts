@@ -46,7 +46,9 @@ export class EventStream {
     this.unsubscribe = options.hub.subscribe(options.accountId, () => this.wake());
     this.heartbeat = setInterval(() => void this.beat(), options.heartbeatMs);
     res.on("close", () => this.end());
-    this.wake();
+    // The client may have gone while the request was being authenticated: its "close" has passed.
+    if (res.destroyed) this.end();
+    else this.wake();
   }
 
   /** Ends the stream (client gone, shutdown, access revoked). */
@@ -121,6 +123,10 @@ export class EventStream {
 
   private async beat() {
     if (this.closed) return;
+    if (this.res.destroyed) {
+      this.end();
+      return;
+    }
     let allowed = true;
     try {
       allowed = await this.options.stillAllowed();

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deliverEvent } from "../../src/events/delivery.js";
+import { DEFAULT_DELIVERY_POLICY, deliverEvent, retryDelayMs } from "../../src/events/delivery.js";
 import type { TestUser } from "../helpers/harness.js";
 import {
   allEvents,
@@ -48,6 +48,21 @@ async function pendingDeliveryJobs(w: World) {
   );
   return rows[0]!.n;
 }
+
+describe("the retry schedule", () => {
+  it("retries first within 10 s, then backs off exponentially up to 6 h, within 24 h", () => {
+    const delays = Array.from({ length: 9 }, (_, i) => retryDelayMs(DEFAULT_DELIVERY_POLICY, i + 1, () => 0));
+    expect(delays).toEqual([
+      5_000, 20_000, 80_000, 320_000, 1_280_000, 5_120_000, 20_480_000, 21_600_000, 21_600_000,
+    ]);
+    expect(retryDelayMs(DEFAULT_DELIVERY_POLICY, 1, () => 1)).toBe(4_500);
+    expect(DEFAULT_DELIVERY_POLICY).toMatchObject({
+      timeoutMs: 10_000,
+      retryWindowMs: 86_400_000,
+      disableAfterMs: 259_200_000,
+    });
+  });
+});
 
 describe("outbound webhook deliveries", () => {
   it("retries a failing receiver (500, 500, then 200) and delivers the event exactly once more", async () => {
