@@ -2,6 +2,7 @@ import type { LookupAddress } from "node:dns";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
 import { checkWebhookUrl, isPublicAddress, type Resolve } from "../../src/events/address-guard.js";
 import { postWebhook } from "../../src/events/post.js";
 
@@ -12,6 +13,20 @@ const resolver =
     if (!addresses) throw Object.assign(new Error("not found"), { code: "ENOTFOUND" });
     return addresses.map((address): LookupAddress => ({ address, family: address.includes(":") ? 6 : 4 }));
   };
+
+describe("WEBHOOK_ALLOW_PRIVATE", () => {
+  const env = { NODE_ENV: "test", ENCRYPTION_KEY: "a".repeat(64), AUTH_SECRET: "s".repeat(32) };
+  it("is off unless set to true", () => {
+    expect(loadConfig(env).webhookAllowPrivate).toBe(false);
+    expect(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE: "false" }).webhookAllowPrivate).toBe(false);
+    expect(loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE: "true" }).webhookAllowPrivate).toBe(true);
+  });
+  it("names the variable when the value is not true or false", () => {
+    expect(() => loadConfig({ ...env, WEBHOOK_ALLOW_PRIVATE: "yes" })).toThrow(
+      /^Invalid WEBHOOK_ALLOW_PRIVATE: /,
+    );
+  });
+});
 
 describe("isPublicAddress", () => {
   it.each([
