@@ -76,7 +76,8 @@ export async function postWebhook(input: {
         const done = () => {
           const status = response.statusCode ?? 0;
           const ok = status >= 200 && status < 300;
-          const text = Buffer.concat(chunks).toString("utf8").slice(0, KEEP_BODY_CHARS);
+          // NUL cannot be stored in a text column.
+          const text = Buffer.concat(chunks).toString("utf8").replaceAll("\0", "").slice(0, KEEP_BODY_CHARS);
           finish({
             ok,
             status,

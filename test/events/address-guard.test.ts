@@ -133,6 +133,10 @@ describe("postWebhook", () => {
   beforeAll(async () => {
     server = http.createServer((request, response) => {
       hits += 1;
+      if (request.url === "/nul") {
+        response.writeHead(200).end("a\u0000b");
+        return;
+      }
       if (request.url === "/redirect") {
         response.writeHead(302, { location: "/landing" }).end();
         return;
@@ -182,6 +186,14 @@ describe("postWebhook", () => {
     const result = await post(`http://127.0.0.1:${port}/redirect`, true);
     expect(result).toMatchObject({ ok: false, status: 302, error: "Redirects are not followed" });
     expect(hits).toBe(before + 1);
+  });
+
+  it("keeps the start of the answer, without NUL characters (they cannot be stored)", async () => {
+    expect(await post(`http://127.0.0.1:${port}/nul`, true)).toMatchObject({
+      ok: true,
+      status: 200,
+      body: "ab",
+    });
   });
 
   it("reports a refused connection", async () => {
