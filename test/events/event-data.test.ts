@@ -1,4 +1,6 @@
+import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { conversations } from "../../src/db/schema/index.js";
 import {
   allEvents,
   api,
@@ -52,6 +54,30 @@ describe("event data is the resource as the API shows it", () => {
         data: expect.any(Object),
       });
     }
+  });
+
+  it("an event exists exactly when its change commits", async () => {
+    const b = await business(w);
+    await customerOf(w, b).text("Hi");
+    await settle(w.t);
+    const [conversation] = await conversationsOf(b);
+    const before = await allEvents(w.t, b.user);
+    await expect(
+      w.t.database.db.transaction(async (tx) => {
+        await tx.update(conversations).set({ status: "closed" }).where(eq(conversations.id, conversation.id));
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await allEvents(w.t, b.user)).toEqual(before);
+
+    await w.t.database.db
+      .update(conversations)
+      .set({ status: "closed" })
+      .where(eq(conversations.id, conversation.id));
+    const after = await allEvents(w.t, b.user);
+    expect(after.slice(before.length).map((e) => [e.type, e.data.status])).toEqual([
+      ["conversation.updated", "closed"],
+    ]);
   });
 
   it("a redelivered message adds no event", async () => {

@@ -1,4 +1,5 @@
 import { inArray } from "drizzle-orm";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountEvents } from "../../src/db/schema/index.js";
 import { purgeOldEvents } from "../../src/events/log.js";
@@ -12,6 +13,7 @@ import {
   business,
   createWorld,
   customerOf,
+  type Json,
   openStream,
   type SseEvent,
   settle,
@@ -25,6 +27,8 @@ beforeAll(async () => {
 afterAll(() => w.close());
 
 const streamUrl = (query = "") => `${baseUrl(w.t)}/api/events/stream${query}`;
+const conversationsOf = async (b: { user: Parameters<typeof api>[1] }) =>
+  (await api(w.t, b.user, "GET", "/api/conversations")).json().conversations;
 const isMessage = (text: string) => (e: SseEvent) =>
   e.data.type === "message.received" && e.data.data.text === text;
 
@@ -126,6 +130,44 @@ describe("GET /api/events/stream", () => {
       await stream.close();
       await second.app.close();
       await second.database.close();
+    }
+  });
+
+  it("never skips an event whose transaction commits after a later one", async () => {
+    const b = await business(w);
+    const first = customerOf(w, b, w.t, "First");
+    const second = customerOf(w, b, w.t, "Second");
+    await first.text("one");
+    await second.text("two");
+    await settle(w.t);
+    const byName = new Map((await conversationsOf(b)).map((c: Json) => [c.contact.name, c.id]));
+    const stream = await openStream(streamUrl(), b.user.headers);
+    const slow = new pg.Client({ connectionString: w.t.config.databaseUrl });
+    await slow.connect();
+    try {
+      const known = (await allEvents(w.t, b.user)).at(-1).id;
+      // The slow transaction takes its id (and writes its event) first, but commits last.
+      await slow.query("begin");
+      await slow.query("update conversations set status = 'closed' where id = $1", [byName.get("First")]);
+      await w.t.database.pool.query("update conversations set status = 'pending' where id = $1", [
+        byName.get("Second"),
+      ]);
+      const meanwhile = (await api(w.t, b.user, "GET", `/api/events?after=${known}`)).json();
+      expect(meanwhile).toMatchObject({ events: [], has_more: true });
+      await slow.query("commit");
+
+      const statusChange = (e: SseEvent) =>
+        e.data.type === "conversation.updated" && e.data.data.status !== "open";
+      await stream.waitFor(() => stream.events.filter(statusChange).length === 2);
+      expect(stream.events.filter(statusChange).map((e) => e.data.data.status)).toEqual([
+        "closed",
+        "pending",
+      ]);
+      const paged = (await api(w.t, b.user, "GET", `/api/events?after=${known}`)).json();
+      expect(paged.events.map((e: Json) => e.data.status)).toEqual(["closed", "pending"]);
+    } finally {
+      await slow.end();
+      await stream.close();
     }
   });
 
