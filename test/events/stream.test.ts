@@ -108,24 +108,25 @@ describe("GET /api/events/stream", () => {
 
   it("delivers a change made through another instance on the same database", async () => {
     const b = await business(w);
+    await customerOf(w, b).text("Hello?");
+    await settle(w.t);
+    const [conversation] = await conversationsOf(b);
+    // An API-only instance: the agent's message is written by its request, in its process.
     const second = await createTestApp({
       databaseUrl: w.t.config.databaseUrl,
-      config: { appSecret: APP_SECRET, graphApiUrl: w.sandbox.url },
+      config: w.t.config,
+      workers: false,
     });
     const stream = await openStream(streamUrl(), b.user.headers);
     try {
-      const raw = JSON.stringify(
-        textBatch({ phoneNumberId: b.phoneNumberId, from: "4915112345678", body: "via two" }),
-      );
-      const posted = await second.app.inject({
-        method: "POST",
-        url: "/api/messaging/webhook",
-        headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw, APP_SECRET) },
-        payload: raw,
+      const sent = await api(second, b.user, "POST", `/api/conversations/${conversation.id}/messages`, {
+        text: "Answered through instance two",
       });
-      expect(posted.statusCode).toBe(200);
-      const event = await stream.next(isMessage("via two"));
-      expect(event.data.data.direction).toBe("inbound");
+      expect(sent.statusCode, sent.body).toBe(201);
+      const event = await stream.next(
+        (e) => e.data.type === "message.sent" && e.data.data.text === "Answered through instance two",
+      );
+      expect(event.data.data).toMatchObject({ id: sent.json().message.id, direction: "outbound" });
     } finally {
       await stream.close();
       await second.app.close();
