@@ -4,9 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountEvents } from "../../src/db/schema/index.js";
 import { purgeOldEvents } from "../../src/events/log.js";
 import { createTestApp, signUp } from "../helpers/harness.js";
-import { sign, textBatch } from "../webhook/meta.js";
 import {
-  APP_SECRET,
   allEvents,
   api,
   baseUrl,
