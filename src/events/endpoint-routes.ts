@@ -67,7 +67,10 @@ const COMMON = {
   403: "The caller's profile has no account, or the caller is not the account's owner",
 };
 
-/** The caller's account when they own it (webhook endpoints are the owner's to manage). */
+/**
+ * The caller's account when they own it (webhook endpoints are the owner's to manage). Stands in for
+ * the shared owner guard of src/auth (access branch) until that is merged.
+ */
 function requireOwner(caller: Caller): string {
   const accountId = requireAccount(caller);
   if (caller.role !== "owner") throw new ApiError(403, "Only the account owner can manage webhook endpoints");

@@ -65,7 +65,7 @@ describe("who may manage webhook endpoints", () => {
       expect((await open.app.inject({ ...route, headers: loner.headers })).statusCode).toBe(403);
       const asMember = await open.app.inject({ ...route, headers: member.headers });
       expect(asMember.statusCode).toBe(403);
-      expect(asMember.json()).toEqual({ error: "Only the account owner can manage webhook endpoints" });
+      expect(asMember.json().error).toMatch(/owner/);
     }
     const still = await api(open, owner.user, "GET", `/api/webhook-endpoints/${endpoint.id}`);
     expect(still.json().endpoint.enabled).toBe(true);
