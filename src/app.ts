@@ -18,6 +18,10 @@ import type { Config } from "./config.js";
 import { registerContactRoutes } from "./contacts/routes.js";
 import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
+import { DEFAULT_DELIVERY_POLICY, type DeliveryPolicy } from "./events/delivery.js";
+import { registerWebhookEndpointRoutes } from "./events/endpoint-routes.js";
+import { createEventHub } from "./events/hub.js";
+import { registerEventRoutes } from "./events/routes.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { ApiError } from "./http/errors.js";
@@ -67,6 +71,10 @@ export interface AppOptions {
   requestTimeoutMs?: number;
   headersTimeoutMs?: number;
   keepAliveTimeoutMs?: number;
+  /** Heartbeat of the event streams (default 15 s). */
+  eventStreamHeartbeatMs?: number;
+  /** Outbound webhook timeout and retry schedule (tests shorten the delays). */
+  webhookDelivery?: Partial<DeliveryPolicy>;
   /** Run background jobs in this process (default: config.workers). */
   workers?: boolean;
   /** Run the minute-by-minute timeout sweep with the workers (default true). */
@@ -196,8 +204,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     jobs: createJobs(database.pool),
     log: app.log,
     now: options.now ?? (() => new Date()),
+    eventHub: createEventHub({ connectionString: database.url }, app.log),
+    eventStreamHeartbeatMs: options.eventStreamHeartbeatMs ?? 15_000,
+    webhookDelivery: { ...DEFAULT_DELIVERY_POLICY, ...options.webhookDelivery },
   };
   app.decorate("deps", deps);
+  app.addHook("onClose", () => deps.eventHub.close());
 
   app.get(
     "/healthz",
@@ -251,6 +263,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerFlowRoutes(app, deps);
   registerRunner(app, deps);
   registerReactionRoutes(app, deps);
+  registerEventRoutes(app, deps);
+  registerWebhookEndpointRoutes(app, deps);
 
   if (options.workers ?? config.workers) {
     const workers = await startWorkers(deps, {

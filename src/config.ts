@@ -80,6 +80,7 @@ const schema = z.object({
       return /^\d+$/.test(v) ? Number(v) : v;
     }),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("false"),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
@@ -106,6 +107,8 @@ export interface Config {
   /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
   trustProxy: boolean | number | string;
   logLevel: string;
+  /** Outbound webhook URLs may use http and reach loopback or private addresses. */
+  webhookAllowPrivate: boolean;
   /** Run background jobs in this instance (false: an API-only instance). */
   workers: boolean;
   /** Jobs one instance runs at once. */
@@ -167,6 +170,7 @@ export function loadConfig(
     trustedOrigins: e.TRUSTED_ORIGINS,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
+    webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE === "true",
     workers: e.WORKERS === "true",
     workerConcurrency: e.WORKER_CONCURRENCY,
   };

@@ -2,6 +2,8 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
+import type { DeliveryPolicy } from "./events/delivery.js";
+import type { EventHub } from "./events/hub.js";
 import type { Jobs } from "./jobs/drain.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
@@ -22,4 +24,10 @@ export interface AppDeps {
   /** The process's logger (background tasks log through it). */
   log: FastifyBaseLogger;
   now: () => Date;
+  /** This instance's LISTEN connection for the account event streams. */
+  eventHub: EventHub;
+  /** Comment sent on every open event stream this often. */
+  eventStreamHeartbeatMs: number;
+  /** Outbound webhook timeout, retries and disabling. */
+  webhookDelivery: DeliveryPolicy;
 }

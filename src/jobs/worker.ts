@@ -87,6 +87,12 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
               identifier: "sweep-timeouts",
               options: { backfillPeriod: 0, maxAttempts: 1 },
             },
+            {
+              task: "purge-events",
+              match: "17 * * * *",
+              identifier: "purge-events",
+              options: { backfillPeriod: 0, maxAttempts: 1 },
+            },
           ],
     ),
   });

@@ -3,7 +3,7 @@ import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { inject } from "vitest";
-import { buildApp } from "../../src/app.js";
+import { type AppOptions, buildApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { connectDatabase, type Database } from "../../src/db/client.js";
 import { loggerOptions } from "../../src/logging.js";
@@ -68,6 +68,10 @@ export async function createTestApp(
     now?: () => Date;
     /** Session cache lifetime (the app's default is 5 s). */
     sessionCacheTtlMs?: number;
+    /** Event stream heartbeat (the app's default is 15 s). */
+    eventStreamHeartbeatMs?: number;
+    /** Outbound webhook retry schedule (tests shorten the delays). */
+    webhookDelivery?: AppOptions["webhookDelivery"];
     /** Run background jobs (default true; the minute-by-minute cron stays off in tests). */
     workers?: boolean;
   } = {},
@@ -95,6 +99,8 @@ export async function createTestApp(
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     now: options.now,
     sessionCacheTtlMs: options.sessionCacheTtlMs,
+    eventStreamHeartbeatMs: options.eventStreamHeartbeatMs,
+    webhookDelivery: options.webhookDelivery,
     workers: options.workers ?? true,
     cron: false,
   });

@@ -1,5 +1,7 @@
 import type { Task } from "../types.js";
+import { deliverWebhook } from "./deliver-webhook.js";
 import { processWebhook } from "./process-webhook.js";
+import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
 import { sendBotMessage } from "./send-bot-message.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
@@ -9,7 +11,9 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
  * (`addJob(db, "<name>", payload)`). A task is a file of this folder.
  */
 export const TASKS: Record<string, Task> = {
+  "deliver-webhook": deliverWebhook,
   "process-webhook": processWebhook,
+  "purge-events": purgeEvents,
   "resume-wait": resumeWait,
   "send-bot-message": sendBotMessage,
   "sweep-timeouts": sweepTimeouts,

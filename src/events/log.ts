@@ -1,0 +1,117 @@
+import { sql } from "drizzle-orm";
+import type { DbOrTx } from "../db/client.js";
+import { isUuid } from "../http/ids.js";
+import type { EventJson } from "./types.js";
+
+/**
+ * Reading the account event log in commit-safe order.
+ *
+ * Events are ordered by (tx_id, seq): the writing transaction's id, then the
+ * row's sequence number. A reader only takes events whose transaction is
+ * older than the oldest transaction still running (the snapshot's xmin), and
+ * every event written later belongs to a transaction at or above that xmin,
+ * so it sorts after everything already read: a cursor never skips an event
+ * that commits late, which a plain serial id would (ids are handed out when
+ * written, not when committed).
+ */
+
+/** A place in an account's log: everything at or before it has been read. */
+export interface Position {
+  tx: string;
+  seq: number;
+}
+
+interface EventRow extends Record<string, unknown> {
+  id: string;
+  seq: string;
+  tx_id: string;
+  type: string;
+  data: Record<string, unknown>;
+  created_at: string;
+  ready: boolean;
+}
+
+export interface EventBatch {
+  events: EventJson[];
+  /** Position after the last event returned (the input position when none). */
+  position: Position | null;
+  /** Events exist past the returned ones but their transaction's neighbours are still running: read again soon. */
+  waiting: boolean;
+  /** The page was full: more events may follow at once. */
+  full: boolean;
+}
+
+export async function readEvents(
+  db: DbOrTx,
+  input: { accountId: string; after: Position | null; limit: number },
+): Promise<EventBatch> {
+  const { after } = input;
+  const { rows } = await db.execute<EventRow>(sql`
+    select id, seq::text as seq, tx_id::text as tx_id, type, data,
+           to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
+           tx_id < pg_snapshot_xmin(pg_current_snapshot()) as ready
+    from account_events
+    where account_id = ${input.accountId}
+      ${after ? sql`and (tx_id, seq) > (${after.tx}::xid8, ${after.seq}::bigint)` : sql``}
+    order by tx_id, seq
+    limit ${input.limit}`);
+  const events: EventJson[] = [];
+  let position = after;
+  let waiting = false;
+  for (const row of rows) {
+    if (!row.ready) {
+      waiting = true;
+      break;
+    }
+    events.push({ id: row.id, type: row.type, created_at: row.created_at, data: row.data });
+    position = { tx: row.tx_id, seq: Number(row.seq) };
+  }
+  return { events, position, waiting, full: !waiting && rows.length === input.limit };
+}
+
+/** Where an event of the account sits in the log; null for an unknown (or purged, or foreign) id. */
+export async function positionOf(db: DbOrTx, accountId: string, eventId: string): Promise<Position | null> {
+  if (!isUuid(eventId)) return null;
+  const { rows } = await db.execute<{ tx: string; seq: string }>(sql`
+    select tx_id::text as tx, seq::text as seq from account_events
+    where id = ${eventId} and account_id = ${accountId}`);
+  const row = rows[0];
+  return row ? { tx: row.tx, seq: Number(row.seq) } : null;
+}
+
+/** The log's current end: what a new stream starts after (later events are all "new"). */
+export async function endOfLog(db: DbOrTx): Promise<Position> {
+  const { rows } = await db.execute<{ tx: string }>(
+    sql`select pg_snapshot_xmin(pg_current_snapshot())::text as tx`,
+  );
+  // seq starts at 1, so (xmin, 0) comes before every event of transaction xmin and later.
+  return { tx: rows[0]!.tx, seq: 0 };
+}
+
+export async function findEvent(db: DbOrTx, accountId: string, eventId: string): Promise<EventJson | null> {
+  if (!isUuid(eventId)) return null;
+  const { rows } = await db.execute<EventRow>(sql`
+    select id, type, data, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at
+    from account_events where id = ${eventId} and account_id = ${accountId}`);
+  const row = rows[0];
+  return row ? { id: row.id, type: row.type, created_at: row.created_at, data: row.data } : null;
+}
+
+export const EVENT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Deletes events (and delivery log rows) older than the retention, in bounded batches. */
+export async function purgeOldEvents(db: DbOrTx, now: Date, batch = 5_000): Promise<number> {
+  const cutoff = new Date(now.getTime() - EVENT_RETENTION_MS).toISOString();
+  let deleted = 0;
+  for (const table of ["account_events", "webhook_deliveries"]) {
+    for (;;) {
+      const result = await db.execute(sql`
+        delete from ${sql.identifier(table)} where id in (
+          select id from ${sql.identifier(table)} where created_at < ${cutoff}::timestamptz limit ${batch})`);
+      const count = result.rowCount ?? 0;
+      deleted += count;
+      if (count < batch) break;
+    }
+  }
+  return deleted;
+}
