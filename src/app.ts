@@ -21,6 +21,7 @@ import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { loggerOptions } from "./logging.js";
+import { createMediaStore } from "./media/store.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
@@ -135,6 +136,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       timeoutMs: options.upstreamTimeoutMs,
     }),
     events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
+    media: createMediaStore(config.mediaStore),
     now: options.now ?? (() => new Date()),
   };
   app.decorate("deps", deps);

@@ -51,7 +51,25 @@ const schema = z.object({
     .optional(),
   REACT_RATE_LIMIT: rateLimit,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  MEDIA_STORE: z.enum(["local", "s3"]).default("local"),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).optional(),
+  S3_ENDPOINT: url.optional(),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
 });
+
+/** Where media files are kept: files under DATA_DIR/media, or an S3-compatible bucket. */
+export type MediaStoreConfig =
+  | { kind: "local"; dir: string }
+  | {
+      kind: "s3";
+      bucket: string;
+      region: string;
+      endpoint: string | undefined;
+      accessKeyId: string | undefined;
+      secretAccessKey: string | undefined;
+    };
 
 export interface Config {
   env: "development" | "production" | "test";
@@ -68,6 +86,7 @@ export interface Config {
   redisUrl: string | undefined;
   reactRateLimit: RateLimitSetting;
   logLevel: string;
+  mediaStore: MediaStoreConfig;
 }
 
 export class ConfigError extends Error {}
@@ -121,6 +140,23 @@ export function loadConfig(
     redisUrl: e.REDIS_URL,
     reactRateLimit: e.REACT_RATE_LIMIT,
     logLevel: e.LOG_LEVEL,
+    mediaStore: mediaStoreConfig(e, dataDir),
+  };
+}
+
+function mediaStoreConfig(e: z.infer<typeof schema>, dataDir: string): MediaStoreConfig {
+  if (e.MEDIA_STORE === "local") return { kind: "local", dir: path.join(dataDir, "media") };
+  if (!e.S3_BUCKET) throw new ConfigError("Missing S3_BUCKET: it is required when MEDIA_STORE=s3");
+  if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError("Invalid S3_ACCESS_KEY_ID: set it together with S3_SECRET_ACCESS_KEY, or neither");
+  }
+  return {
+    kind: "s3",
+    bucket: e.S3_BUCKET,
+    region: e.S3_REGION ?? "us-east-1",
+    endpoint: e.S3_ENDPOINT,
+    accessKeyId: e.S3_ACCESS_KEY_ID,
+    secretAccessKey: e.S3_SECRET_ACCESS_KEY,
   };
 }
 

@@ -2,6 +2,7 @@ import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { AppEvents } from "./events.js";
+import type { MediaStore } from "./media/store.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
 
@@ -18,5 +19,7 @@ export interface AppDeps {
   cipher: TokenCipher;
   graph: GraphClient;
   events: AppEvents;
+  /** Media files (customers' and our own copies of sent ones). */
+  media: MediaStore;
   now: () => Date;
 }

@@ -1,12 +1,19 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
-import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
+import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import type { InboundMessageStored } from "../events.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
+import { applyTemplateStatus } from "../templates/service.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
-import type { InboundMessage, InboundReaction, StatusUpdate, WebhookChange } from "./webhook-payload.js";
+import type {
+  InboundMessage,
+  InboundReaction,
+  StatusUpdate,
+  TemplateStatusChange,
+  WebhookChange,
+} from "./webhook-payload.js";
 
 export interface StoredChange {
   /** Customer messages stored by this change (duplicates and reactions excluded). */
@@ -80,6 +87,9 @@ async function storeMessage(
   now: () => Date,
 ): Promise<InboundMessageStored | null> {
   const createdAt = nextMessageTime(now());
+  // The window runs from Meta's time of the message; our clock only when Meta gave none.
+  const customerAt = message.timestamp ?? createdAt;
+  const media = message.media ? { ...message.media, status: "pending" } : null;
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
   const { rows } = await db.execute<{
     contact_id: string;
@@ -98,11 +108,15 @@ async function storeMessage(
       select exists (select 1 from ${messages} where account_id = ${accountId}
                      and message_id = ${message.upstreamId}) as yes
     ), conversation as (
-      insert into ${conversations} (account_id, contact_id, last_message_at)
-      select ${accountId}, contact.id, ${createdAt} from contact
+      insert into ${conversations} (account_id, contact_id, last_message_at, customer_message_at, unread_count)
+      select ${accountId}, contact.id, ${createdAt}, ${customerAt}, 1 from contact
       on conflict (contact_id) do update set
         last_message_at = case when (select yes from redelivery) then conversations.last_message_at
                           else greatest(conversations.last_message_at, excluded.last_message_at) end,
+        customer_message_at = case when (select yes from redelivery) then conversations.customer_message_at
+                              else greatest(conversations.customer_message_at, excluded.customer_message_at) end,
+        unread_count = case when (select yes from redelivery) then conversations.unread_count
+                       else conversations.unread_count + 1 end,
         status = case when conversations.status = 'closed' and not (select yes from redelivery) then 'open'
                  else conversations.status end,
         updated_at = case when (select yes from redelivery) then conversations.updated_at else ${now()} end
@@ -113,7 +127,7 @@ async function storeMessage(
                                interactive, media, payload, context_message_id, status, upstream_timestamp,
                                created_at, updated_at)
       select ${accountId}, conversation.id, ${message.upstreamId}, 'inbound', 'customer', ${message.type},
-             ${message.text}, ${json(message.interactive)}::jsonb, ${json(message.media)}::jsonb,
+             ${message.text}, ${json(message.interactive)}::jsonb, ${json(media)}::jsonb,
              ${json(message.payload)}::jsonb, ${message.contextMessageId}, 'received', ${message.timestamp},
              ${createdAt}, ${createdAt}
       from conversation
@@ -195,6 +209,33 @@ async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, 
         inArray(messages.status, STATUS_PREDECESSORS[update.status]),
       ),
     );
+}
+
+/**
+ * Template status changes, routed by business account id to every account
+ * whose channel has it (unknown business accounts: ignored). Returns how
+ * many stored templates changed.
+ */
+export async function applyTemplateUpdates(db: DbOrTx, updates: TemplateStatusChange[], now: Date) {
+  let changed = 0;
+  for (const update of updates) {
+    const owners = await db
+      .select({ accountId: messagingConfigs.accountId })
+      .from(messagingConfigs)
+      .where(eq(messagingConfigs.businessAccountId, update.businessAccountId));
+    for (const { accountId } of owners) {
+      const applied = await applyTemplateStatus(db, {
+        accountId,
+        upstreamId: update.templateId,
+        name: update.name,
+        language: update.language,
+        event: update.event,
+        now,
+      });
+      if (applied) changed += 1;
+    }
+  }
+  return changed;
 }
 
 const RETRYABLE = new Set(["40P01", "40001"]);

@@ -10,7 +10,7 @@ import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
 import { readWebhookBatch } from "./webhook-payload.js";
 import { verifyWebhookSignature } from "./webhook-signature.js";
-import { storeChange } from "./webhook-store.js";
+import { applyTemplateUpdates, storeChange } from "./webhook-store.js";
 
 export const WEBHOOK_PATH = "/api/messaging/webhook";
 
@@ -87,6 +87,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
 
       const batch = readWebhookBatch(parsed.value);
       for (const problem of batch.problems) request.log.warn({ problem }, "webhook part skipped");
+      await applyTemplateUpdates(db, batch.templateUpdates, deps.now());
 
       const phoneNumberIds = [...new Set(batch.changes.map((c) => c.phoneNumberId))];
       const owners = phoneNumberIds.length

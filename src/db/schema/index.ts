@@ -2,4 +2,5 @@ export * from "./auth.js";
 export * from "./flows.js";
 export * from "./inbox.js";
 export * from "./messaging.js";
+export * from "./templates.js";
 export * from "./tenancy.js";
