@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import multipart from "@fastify/multipart";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, {
@@ -21,11 +22,13 @@ import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { loggerOptions } from "./logging.js";
+import { registerMediaRoutes } from "./media/routes.js";
 import { createMediaStore } from "./media/store.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
+import { registerTemplateRoutes } from "./templates/routes.js";
 import { createGraphClient } from "./upstream/graph.js";
 
 declare module "fastify" {
@@ -35,6 +38,14 @@ declare module "fastify" {
 }
 
 export const BODY_LIMIT = 1024 * 1024;
+/** One file of at most 100 MB (WhatsApp's largest, documents) and a few small text fields. */
+export const MULTIPART_LIMITS = {
+  fileSize: 100 * 1024 * 1024,
+  files: 1,
+  fields: 5,
+  fieldSize: 8 * 1024,
+  parts: 6,
+};
 
 export interface AppOptions {
   config: Config;
@@ -122,6 +133,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
+  // Multipart bodies (media uploads) have their own limits; every other body stays under BODY_LIMIT.
+  await app.register(multipart, { limits: MULTIPART_LIMITS });
 
   const auth = createAuth(database.db, config);
   const deps: AppDeps = {
@@ -171,6 +184,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerFlowRoutes(app, deps);
   registerRunner(app, deps);
   registerReactionRoutes(app, deps);
+  registerTemplateRoutes(app, deps);
+  registerMediaRoutes(app, deps);
 
   return app;
 }

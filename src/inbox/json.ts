@@ -1,4 +1,5 @@
 import type { contacts, conversations, messages } from "../db/schema/index.js";
+import { windowExpiresAt } from "./window.js";
 
 type MessageRow = typeof messages.$inferSelect;
 type ContactRow = typeof contacts.$inferSelect;
@@ -51,6 +52,8 @@ export const toConversationJson = (c: ConversationRow, contact: ContactRow, last
   status: c.status,
   assigned_to: c.assignedTo,
   last_message_at: c.lastMessageAt,
+  window_expires_at: windowExpiresAt(c),
+  unread_count: c.unreadCount,
   created_at: c.createdAt,
   contact: toContactJson(contact),
   last_message: last ? toMessageJson(last) : null,

@@ -25,6 +25,10 @@ export async function sendAgentText(
     text: string;
     sender?: "agent" | "bot";
     outbound?: OutboundMessage;
+    /** The row's id, when the caller needs it before the send (a media file is stored under it). */
+    id?: string;
+    /** Media metadata of the message (`media` on the API). */
+    media?: Record<string, unknown>;
   },
 ) {
   const { db } = deps;
@@ -47,6 +51,7 @@ export async function sendAgentText(
     const [row] = await tx
       .insert(messages)
       .values({
+        ...(input.id ? { id: input.id } : {}),
         accountId: input.accountId,
         conversationId: input.conversationId,
         direction: "outbound",
@@ -55,6 +60,7 @@ export async function sendAgentText(
         type: input.outbound?.type ?? "text",
         text: input.text,
         payload: input.outbound && input.outbound.type !== "text" ? input.outbound : null,
+        media: input.media ?? null,
         status: "pending",
         createdAt,
         updatedAt: createdAt,

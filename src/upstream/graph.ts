@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 
-export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response";
+export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response" | "too_large";
 
 export class GraphApiError extends Error {
   readonly kind: GraphErrorKind;
@@ -225,7 +225,7 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
     if (answer.kind === "timeout") return timeoutError(answer.status);
     if (answer.kind === "too_large") {
       return new GraphApiError("The upstream file is larger than allowed", {
-        kind: "invalid_response",
+        kind: "too_large",
         status: answer.status,
       });
     }
