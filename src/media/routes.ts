@@ -124,6 +124,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
       if (media?.status !== "stored") throw notFound("The message has no stored media file");
       const bytes = await deps.media.get(mediaKey(accountId, message.id));
       if (!bytes) throw notFound("The message has no stored media file");
+      const type = servableType(media.mime_type);
       const filename =
         typeof media.filename === "string" && !filenameProblem(media.filename) ? media.filename : null;
       reply

@@ -73,3 +73,26 @@ export function renderTemplateBody(
   if (!body || typeof body.text !== "string") return null;
   return body.text.replace(PLACEHOLDER, (whole, n: string) => parameters[Number(n) - 1] ?? whole);
 }
+
+/** Templates are keyed by name and language together, as Meta keys them. */
+export const templateKey = (name: string, language: string) => `${name}\u0000${language}`;
+
+/** What the checks need of a stored template. */
+export interface StoredTemplate {
+  status: string;
+  components: Array<Record<string, unknown>>;
+}
+
+/** What is wrong with sending a template with these components, or null. */
+export function templateProblem(
+  template: StoredTemplate | undefined,
+  request: { name: string; language: string; components?: unknown },
+): string | null {
+  const label = `Template "${request.name}" (${request.language})`;
+  if (!template) return `${label} is not among the synced templates: sync templates first`;
+  if (template.status !== "APPROVED") return `${label} is ${template.status}, not APPROVED`;
+  const given = givenParameters(request.components);
+  if (typeof given === "string") return `${label}: ${given}`;
+  const mismatch = parameterMismatch(expectedParameters(template.components), given);
+  return mismatch ? `${label}: component ${mismatch}` : null;
+}

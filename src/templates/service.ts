@@ -5,12 +5,7 @@ import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { channelFor } from "../messaging/channel.js";
 import { GraphApiError, type TemplateComponentParameters } from "../upstream/graph.js";
-import {
-  expectedParameters,
-  givenParameters,
-  parameterMismatch,
-  renderTemplateBody,
-} from "./placeholders.js";
+import { renderTemplateBody, type StoredTemplate, templateKey, templateProblem } from "./placeholders.js";
 
 export type TemplateRow = typeof messageTemplates.$inferSelect;
 
@@ -49,7 +44,7 @@ export async function syncTemplates(
     throw error;
   }
   // Meta keys templates by name and language; a repeated pair keeps its last entry.
-  const unique = new Map(upstream.map((t) => [`${t.name}\u0000${t.language}`, t]));
+  const unique = new Map(upstream.map((t) => [templateKey(t.name, t.language), t]));
   const now = deps.now();
   await deps.db.transaction(async (tx) => {
     const kept = [...unique.values()];
@@ -181,16 +176,18 @@ export async function prepareTemplateSend(db: DbOrTx, accountId: string, request
   };
 }
 
-/** What is wrong with sending a template with these components, or null. */
-export function templateProblem(
-  template: Pick<TemplateRow, "status" | "components"> | undefined,
-  request: { name: string; language: string; components?: unknown },
-): string | null {
-  const label = `Template "${request.name}" (${request.language})`;
-  if (!template) return `${label} is not among the synced templates: sync templates first`;
-  if (template.status !== "APPROVED") return `${label} is ${template.status}, not APPROVED`;
-  const given = givenParameters(request.components);
-  if (typeof given === "string") return `${label}: ${given}`;
-  const mismatch = parameterMismatch(expectedParameters(template.components), given);
-  return mismatch ? `${label}: component ${mismatch}` : null;
+/** The account's templates keyed for the flow validator (see validate.ts templateKey). */
+export async function templateCatalog(db: DbOrTx, accountId: string): Promise<Map<string, StoredTemplate>> {
+  const rows = await db
+    .select({
+      name: messageTemplates.name,
+      language: messageTemplates.language,
+      status: messageTemplates.status,
+      components: messageTemplates.components,
+    })
+    .from(messageTemplates)
+    .where(eq(messageTemplates.accountId, accountId));
+  return new Map(
+    rows.map((r) => [templateKey(r.name, r.language), { status: r.status, components: r.components }]),
+  );
 }

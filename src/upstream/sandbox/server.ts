@@ -493,7 +493,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const template = templatesOf(number.businessAccountId ?? "").find(
       (t) => t.name === p.name && t.language === language,
     );
-    if (!template || template.status !== "APPROVED") {
+    if (template?.status !== "APPROVED") {
       throw new GraphError({
         status: 404,
         code: 132001,
