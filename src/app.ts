@@ -14,13 +14,14 @@ import { createSessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
-import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
+import { createJobs } from "./jobs/drain.js";
+import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
 import { registerMediaRoutes } from "./media/routes.js";
 import { createMediaStore } from "./media/store.js";
@@ -58,6 +59,10 @@ export interface AppOptions {
   now?: () => Date;
   /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
   sessionCacheTtlMs?: number;
+  /** Run background jobs in this process (default: config.workers). */
+  workers?: boolean;
+  /** Run the minute-by-minute timeout sweep with the workers (default true). */
+  cron?: boolean;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -148,12 +153,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       version: config.graphApiVersion,
       timeoutMs: options.upstreamTimeoutMs,
     }),
-    events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
     media: createMediaStore(config.mediaStore),
+    jobs: createJobs(database.pool),
+    log: app.log,
     now: options.now ?? (() => new Date()),
   };
   app.decorate("deps", deps);
-  app.addHook("onClose", () => deps.events.idle());
 
   app.get(
     "/healthz",
@@ -186,6 +191,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerReactionRoutes(app, deps);
   registerTemplateRoutes(app, deps);
   registerMediaRoutes(app, deps);
+
+  if (options.workers ?? config.workers) {
+    const workers = await startWorkers(deps, {
+      connectionString: database.url,
+      concurrency: config.workerConcurrency,
+      log: app.log.child({ component: "jobs" }),
+      cron: options.cron,
+    });
+    // After the HTTP server stopped taking requests: running jobs finish (10 s at most).
+    app.addHook("onClose", () => workers.stop());
+  }
 
   return app;
 }

@@ -57,6 +57,8 @@ const schema = z.object({
   S3_ENDPOINT: url.optional(),
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
 
 /** Where media files are kept: files under DATA_DIR/media, or an S3-compatible bucket. */
@@ -87,6 +89,10 @@ export interface Config {
   reactRateLimit: RateLimitSetting;
   logLevel: string;
   mediaStore: MediaStoreConfig;
+  /** Run background jobs in this instance (false: an API-only instance). */
+  workers: boolean;
+  /** Jobs one instance runs at once. */
+  workerConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -141,6 +147,8 @@ export function loadConfig(
     reactRateLimit: e.REACT_RATE_LIMIT,
     logLevel: e.LOG_LEVEL,
     mediaStore: mediaStoreConfig(e, dataDir),
+    workers: e.WORKERS === "true",
+    workerConcurrency: e.WORKER_CONCURRENCY,
   };
 }
 

@@ -1,7 +1,8 @@
+import type { FastifyBaseLogger } from "fastify";
 import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
-import type { AppEvents } from "./events.js";
+import type { Jobs } from "./jobs/drain.js";
 import type { MediaStore } from "./media/store.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
@@ -18,8 +19,10 @@ export interface AppDeps {
   sessions: Sessions;
   cipher: TokenCipher;
   graph: GraphClient;
-  events: AppEvents;
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
+  jobs: Jobs;
+  /** The process's logger (background tasks log through it). */
+  log: FastifyBaseLogger;
   now: () => Date;
 }

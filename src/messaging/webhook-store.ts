@@ -2,8 +2,9 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
-import type { InboundMessageStored } from "../events.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
+import { addJob } from "../jobs/queue.js";
+import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
 import { applyTemplateStatus } from "../templates/service.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
@@ -15,8 +16,26 @@ import type {
   WebhookChange,
 } from "./webhook-payload.js";
 
+/** A customer message as stored, for the flow runner. */
+export interface InboundMessageStored {
+  accountId: string;
+  contactId: string;
+  conversationId: string;
+  /** Internal message id (messages.id). */
+  messageId: string;
+  /** True when no other message of the customer came before it in the conversation. */
+  firstInbound: boolean;
+  /** The message's type and text, so the runner can tell cheaply whether a flow wants it. */
+  messageType: string;
+  text: string | null;
+}
+
 export interface StoredChange {
-  /** Customer messages stored by this change (duplicates and reactions excluded). */
+  /**
+   * Customer messages of this change, including those an earlier delivery
+   * already stored (the runner's receipts keep it from acting twice; a job
+   * retried after a crash must still offer them). Reactions excluded.
+   */
   inbound: InboundMessageStored[];
   /** Parts skipped for a reason worth logging. */
   notes: string[];
@@ -38,8 +57,9 @@ export async function storeChange(
 ): Promise<StoredChange> {
   const { change } = input;
   const [only] = change.items;
-  // What Meta sends most: one message and nothing else. Its one statement is atomic on its own.
-  if (change.items.length === 1 && only?.kind === "message" && change.statuses.length === 0) {
+  // What Meta sends most: one message and nothing else. Its one statement is atomic on its own
+  // (a media message also adds its download job, so it takes the transaction below).
+  if (change.items.length === 1 && only?.kind === "message" && !only.media && change.statuses.length === 0) {
     const stored = await withDeadlockRetry(() => storeMessage(db, input.accountId, only, change, input.now));
     return { inbound: stored ? [stored] : [], notes: [] };
   }
@@ -65,6 +85,16 @@ export async function storeChange(
         }
         const stored = await storeMessage(tx, input.accountId, item, change, input.now);
         if (stored) result.inbound.push(stored);
+        // The file's URL expires 5 minutes after Meta hands it out: fetch it at once, in a job
+        // that exists exactly when the message does.
+        if (stored?.inserted && item.media) {
+          await addJob(
+            tx,
+            DOWNLOAD_MEDIA_TASK,
+            { message_id: stored.messageId },
+            { jobKey: `${DOWNLOAD_MEDIA_TASK}:${stored.messageId}`, maxAttempts: MEDIA_DOWNLOAD_ATTEMPTS },
+          );
+        }
       }
       for (const update of change.statuses) await applyStatus(tx, input.accountId, update, input.now());
       return result;
@@ -85,7 +115,7 @@ async function storeMessage(
   message: InboundMessage,
   change: WebhookChange,
   now: () => Date,
-): Promise<InboundMessageStored | null> {
+): Promise<(InboundMessageStored & { inserted: boolean }) | null> {
   const createdAt = nextMessageTime(now());
   // The window runs from Meta's time of the message; our clock only when Meta gave none.
   const customerAt = message.timestamp ?? createdAt;
@@ -96,6 +126,7 @@ async function storeMessage(
     conversation_id: string;
     has_inbound: boolean;
     message_id: string | null;
+    inserted: boolean;
   }>(sql`
     with contact as (
       insert into ${contacts} (account_id, wa_id, name, phone)
@@ -121,7 +152,8 @@ async function storeMessage(
                  else conversations.status end,
         updated_at = case when (select yes from redelivery) then conversations.updated_at else ${now()} end
       returning id, exists (select 1 from ${messages} m where m.conversation_id = conversations.id
-                            and m.direction = 'inbound' and m.sender_type = 'customer') as has_inbound
+                            and m.direction = 'inbound' and m.sender_type = 'customer'
+                            and m.message_id is distinct from ${message.upstreamId}) as has_inbound
     ), message as (
       insert into ${messages} (account_id, conversation_id, message_id, direction, sender_type, type, text,
                                interactive, media, payload, context_message_id, status, upstream_timestamp,
@@ -135,7 +167,10 @@ async function storeMessage(
       returning id
     )
     select (select id from contact) as contact_id, conversation.id as conversation_id, conversation.has_inbound,
-           (select id from message) as message_id
+           coalesce((select id from message),
+                    (select id from ${messages} where account_id = ${accountId}
+                       and message_id = ${message.upstreamId})) as message_id,
+           exists (select 1 from message) as inserted
     from conversation`);
   const row = rows[0];
   if (!row?.message_id) return null;
@@ -147,6 +182,7 @@ async function storeMessage(
     firstInbound: !row.has_inbound,
     messageType: message.type,
     text: message.text,
+    inserted: row.inserted,
   };
 }
 

@@ -21,6 +21,8 @@ export class GraphApiError extends Error {
   readonly type: string | undefined;
   readonly fbtraceId: string | undefined;
   readonly details: string | undefined;
+  /** A network failure before any connection was made: the request provably never left. */
+  readonly refused: boolean;
 
   constructor(
     message: string,
@@ -32,6 +34,7 @@ export class GraphApiError extends Error {
       type?: string;
       fbtraceId?: string;
       details?: string;
+      refused?: boolean;
     },
   ) {
     super(message);
@@ -43,6 +46,7 @@ export class GraphApiError extends Error {
     this.type = init.type;
     this.fbtraceId = init.fbtraceId;
     this.details = init.details;
+    this.refused = init.refused ?? false;
   }
 
   /** A JSON-safe summary, for storing beside a failed message or run. */
@@ -233,7 +237,7 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       answer.status === undefined
         ? "Could not reach the upstream messaging platform"
         : "The upstream connection closed before the answer was complete",
-      { kind: "network", status: answer.status },
+      { kind: "network", status: answer.status, refused: answer.refused },
     );
   }
 
@@ -457,8 +461,11 @@ function expectSuccess(json: Record<string, unknown>) {
 type Answer =
   | { kind: "answer"; status: number; bytes: Buffer }
   | { kind: "timeout"; status?: number }
-  | { kind: "network"; status?: number }
+  | { kind: "network"; status?: number; refused?: boolean }
   | { kind: "too_large"; status?: number };
+
+// Errors of a connection that was never made: nothing of the request reached the upstream.
+const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
 
 // Keep-alive agents shared by every client: one connection pool per protocol.
 // (node:http rather than fetch: fetch's machinery costs tens of MB of memory
@@ -534,7 +541,9 @@ function send(
       settle({ kind: "timeout", status });
       request.destroy();
     }, init.timeoutMs);
-    request.on("error", () => settle({ kind: "network", status }));
+    request.on("error", (error: NodeJS.ErrnoException) =>
+      settle({ kind: "network", status, refused: NEVER_CONNECTED.has(error.code ?? "") }),
+    );
     request.end(init.body);
   });
 }

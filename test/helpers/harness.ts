@@ -71,6 +71,8 @@ export async function createTestApp(
     now?: () => Date;
     /** Session cache lifetime (the app's default is 5 s). */
     sessionCacheTtlMs?: number;
+    /** Run background jobs (default true; the minute-by-minute cron stays off in tests). */
+    workers?: boolean;
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -102,6 +104,8 @@ export async function createTestApp(
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     now: options.now,
     sessionCacheTtlMs: options.sessionCacheTtlMs,
+    workers: options.workers ?? true,
+    cron: false,
   });
   await app.ready();
   return {

@@ -1,6 +1,7 @@
 export * from "./auth.js";
 export * from "./flows.js";
 export * from "./inbox.js";
+export * from "./jobs.js";
 export * from "./messaging.js";
 export * from "./templates.js";
 export * from "./tenancy.js";
