@@ -1,4 +1,4 @@
-import { and, asc, eq, ilike, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, ilike, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { messageTemplates } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
@@ -52,10 +52,10 @@ export async function syncTemplates(
       and(
         eq(messageTemplates.accountId, accountId),
         kept.length
-          ? notInArray(
-              sql`(${messageTemplates.name} || chr(0) || ${messageTemplates.language})`,
-              kept.map((t) => `${t.name}\u0000${t.language}`),
-            )
+          ? sql`(${messageTemplates.name}, ${messageTemplates.language}) not in (${sql.join(
+              kept.map((t) => sql`(${t.name}, ${t.language})`),
+              sql`, `,
+            )})`
           : undefined,
       ),
     );
