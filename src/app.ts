@@ -139,7 +139,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
   // Multipart bodies (media uploads) have their own limits; every other body stays under BODY_LIMIT.
-  await app.register(multipart, { limits: MULTIPART_LIMITS });
+  // preservePath: a filename with path separators is refused (400), not quietly cut to its last part.
+  await app.register(multipart, { limits: MULTIPART_LIMITS, preservePath: true });
 
   const auth = createAuth(database.db, config);
   const deps: AppDeps = {
