@@ -28,6 +28,11 @@ import {
 const TAGS = ["media"];
 const idParams = z.object({ id: z.string() });
 export const MAX_CAPTION_LENGTH = 1024;
+/** Documents the multipart fields (the route reads them itself, as they stream in). */
+const uploadDoc = z.object({
+  file: z.string().describe("The file (multipart part with a filename and a Content-Type)"),
+  caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
+});
 
 interface Upload {
   bytes: Buffer;
@@ -47,6 +52,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
       summary: "Send a photo, video, audio file or document to the conversation's contact",
       description: `multipart/form-data with \`file\` and an optional \`caption\` (documents and images, at most ${MAX_CAPTION_LENGTH} characters). The kind follows the file's type: ${SENDABLE_TYPES.join(", ")}. Images up to 5 MB, video and audio 16 MB, documents 100 MB. The file is uploaded to WhatsApp, sent, and our copy kept (\`media.url\`). Free-form: only within the 24-hour window.`,
       params: idParams,
+      body: uploadDoc,
       responses: {
         201: "`{ message }`, status `sent`",
         400: "Not multipart, no file, a second file, a bad filename or caption, channel not configured, or the contact has no phone",

@@ -43,6 +43,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     AUTH_SECRET: randomBytes(32).toString("base64url"),
     PUBLIC_URL: "http://127.0.0.1:3000",
     LOG_LEVEL: "silent",
+    // Never Meta itself: a test that needs the upstream points this at a sandbox. Anything else
+    // (a media download job started by a webhook test, say) meets a refused loopback connection.
+    META_GRAPH_API_URL: "http://127.0.0.1:9",
   });
   return { ...base, ...overrides };
 }
