@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import multipart from "@fastify/multipart";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, {
@@ -30,10 +31,13 @@ import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
+import { registerMediaRoutes } from "./media/routes.js";
+import { createMediaStore } from "./media/store.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
+import { registerTemplateRoutes } from "./templates/routes.js";
 import { createGraphClient } from "./upstream/graph.js";
 
 declare module "fastify" {
@@ -43,6 +47,14 @@ declare module "fastify" {
 }
 
 export const BODY_LIMIT = 1024 * 1024;
+/** One file of at most 100 MB (WhatsApp's largest, documents) and a few small text fields. */
+export const MULTIPART_LIMITS = {
+  fileSize: 100 * 1024 * 1024,
+  files: 1,
+  fields: 5,
+  fieldSize: 8 * 1024,
+  parts: 6,
+};
 
 /**
  * HTTP timeouts. A client gets HEADERS_TIMEOUT_MS to send a request's headers
@@ -188,6 +200,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
+  // Multipart bodies (media uploads) have their own limits; every other body stays under BODY_LIMIT.
+  // preservePath: a filename with path separators is refused (400), not quietly cut to its last part.
+  await app.register(multipart, { limits: MULTIPART_LIMITS, preservePath: true });
 
   const auth = createAuth(database.db, config, app.log);
   const deps: AppDeps = {
@@ -201,6 +216,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       version: config.graphApiVersion,
       timeoutMs: options.upstreamTimeoutMs,
     }),
+    media: createMediaStore(config.mediaStore),
     jobs: createJobs(database.pool),
     log: app.log,
     now: options.now ?? (() => new Date()),
@@ -265,6 +281,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerReactionRoutes(app, deps);
   registerEventRoutes(app, deps);
   registerWebhookEndpointRoutes(app, deps);
+  registerTemplateRoutes(app, deps);
+  registerMediaRoutes(app, deps);
 
   if (options.workers ?? config.workers) {
     const workers = await startWorkers(deps, {

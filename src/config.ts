@@ -81,9 +81,27 @@ const schema = z.object({
     }),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   WEBHOOK_ALLOW_PRIVATE: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("false"),
+  MEDIA_STORE: z.enum(["local", "s3"]).default("local"),
+  S3_BUCKET: z.string().min(1).optional(),
+  S3_REGION: z.string().min(1).optional(),
+  S3_ENDPOINT: url.optional(),
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
+
+/** Where media files are kept: files under DATA_DIR/media, or an S3-compatible bucket. */
+export type MediaStoreConfig =
+  | { kind: "local"; dir: string }
+  | {
+      kind: "s3";
+      bucket: string;
+      region: string;
+      endpoint: string | undefined;
+      accessKeyId: string | undefined;
+      secretAccessKey: string | undefined;
+    };
 
 export interface Config {
   env: "development" | "production" | "test";
@@ -109,6 +127,7 @@ export interface Config {
   logLevel: string;
   /** Outbound webhook URLs may use http and reach loopback or private addresses. */
   webhookAllowPrivate: boolean;
+  mediaStore: MediaStoreConfig;
   /** Run background jobs in this instance (false: an API-only instance). */
   workers: boolean;
   /** Jobs one instance runs at once. */
@@ -171,8 +190,25 @@ export function loadConfig(
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     webhookAllowPrivate: e.WEBHOOK_ALLOW_PRIVATE === "true",
+    mediaStore: mediaStoreConfig(e, dataDir),
     workers: e.WORKERS === "true",
     workerConcurrency: e.WORKER_CONCURRENCY,
+  };
+}
+
+function mediaStoreConfig(e: z.infer<typeof schema>, dataDir: string): MediaStoreConfig {
+  if (e.MEDIA_STORE === "local") return { kind: "local", dir: path.join(dataDir, "media") };
+  if (!e.S3_BUCKET) throw new ConfigError("Missing S3_BUCKET: it is required when MEDIA_STORE=s3");
+  if (Boolean(e.S3_ACCESS_KEY_ID) !== Boolean(e.S3_SECRET_ACCESS_KEY)) {
+    throw new ConfigError("Invalid S3_ACCESS_KEY_ID: set it together with S3_SECRET_ACCESS_KEY, or neither");
+  }
+  return {
+    kind: "s3",
+    bucket: e.S3_BUCKET,
+    region: e.S3_REGION ?? "us-east-1",
+    endpoint: e.S3_ENDPOINT,
+    accessKeyId: e.S3_ACCESS_KEY_ID,
+    secretAccessKey: e.S3_SECRET_ACCESS_KEY,
   };
 }
 

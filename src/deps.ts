@@ -5,6 +5,7 @@ import type { Database } from "./db/client.js";
 import type { DeliveryPolicy } from "./events/delivery.js";
 import type { EventHub } from "./events/hub.js";
 import type { Jobs } from "./jobs/drain.js";
+import type { MediaStore } from "./media/store.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
 
@@ -20,6 +21,8 @@ export interface AppDeps {
   sessions: Sessions;
   cipher: TokenCipher;
   graph: GraphClient;
+  /** Media files (customers' and our own copies of sent ones). */
+  media: MediaStore;
   jobs: Jobs;
   /** The process's logger (background tasks log through it). */
   log: FastifyBaseLogger;

@@ -13,6 +13,7 @@ export const NODE_TYPES = [
   "send_buttons",
   "send_list",
   "send_media",
+  "send_template",
   "collect_input",
   "condition",
   "set_tag",
@@ -79,6 +80,20 @@ export interface SendMediaConfig {
   next_node_key?: string;
 }
 
+/** A WhatsApp template, the only message that may go out after the 24-hour window. */
+export interface SendTemplateConfig {
+  template_name: string;
+  language: string;
+  /** As Meta takes them: `[{ type: "body", parameters: [{ type: "text", text: "{{vars.name}}" }] }]`. */
+  components?: Array<{
+    type: string;
+    sub_type?: string;
+    index?: string | number;
+    parameters: Array<Record<string, unknown>>;
+  }>;
+  next_node_key?: string;
+}
+
 export interface CollectInputConfig {
   prompt_text: string;
   var_key: string;
@@ -126,6 +141,7 @@ export interface NodeConfigs {
   send_buttons: SendButtonsConfig;
   send_list: SendListConfig;
   send_media: SendMediaConfig;
+  send_template: SendTemplateConfig;
   collect_input: CollectInputConfig;
   condition: ConditionConfig;
   set_tag: SetTagConfig;
@@ -193,6 +209,7 @@ export function outgoingKeys(node: { node_type: string; config: unknown }): stri
     case "start":
     case "send_message":
     case "send_media":
+    case "send_template":
     case "collect_input":
     case "set_tag":
     case "wait":

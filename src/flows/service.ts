@@ -5,6 +5,7 @@ import { flowNodes, flows } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { encodeCursor, type Position } from "../http/pagination.js";
+import { templateCatalog } from "../templates/service.js";
 import type { NodeInput } from "./nodes.js";
 import { findTemplate } from "./templates.js";
 import type { FlowStatus, TriggerType } from "./triggers.js";
@@ -299,6 +300,9 @@ export async function setFlowStatus(
         entry_node_id: flow.entryNodeId,
         fallback_policy: flow.fallbackPolicy,
         nodes,
+        templates: nodes.some((n) => n.node_type === "send_template")
+          ? await templateCatalog(tx, input.accountId)
+          : undefined,
       });
       if (hasBlockingIssues(issues)) {
         const count = issues.filter((i) => i.severity === "error").length;

@@ -1,3 +1,4 @@
+import { type StoredTemplate, templateKey, templateProblem } from "../templates/placeholders.js";
 import {
   CONDITION_OPERATORS,
   CONDITION_SUBJECTS,
@@ -40,7 +41,8 @@ export type IssueCode =
   | "invalid_trigger_config"
   | "invalid_fallback_policy"
   | "unreachable_node"
-  | "unknown_placeholder";
+  | "unknown_placeholder"
+  | "template_unusable";
 
 export interface GraphInput {
   trigger_type: string;
@@ -48,6 +50,12 @@ export interface GraphInput {
   entry_node_id: string | null;
   fallback_policy?: unknown;
   nodes: { node_key: string; node_type: string; config: unknown }[];
+  /**
+   * The account's synced templates by templateKey(name, language). When
+   * given, each send_template node must name an approved one and give each
+   * component the parameters its placeholders need.
+   */
+  templates?: Map<string, StoredTemplate>;
 }
 
 const PLACEHOLDER = /\{\{\s*([^}]*?)\s*\}\}/g;
@@ -96,6 +104,15 @@ export function validateFlowGraph(flow: GraphInput): ValidationIssue[] {
     }
     const config = isObject(node.config) ? node.config : {};
     checkNodeConfig(node.node_type, config, (code, message) => error(code, `Node "${at}": ${message}`, at));
+    if (node.node_type === "send_template" && flow.templates && nonBlank(config.template_name)) {
+      const language = nonBlank(config.language) ? config.language : "";
+      const problem = templateProblem(flow.templates.get(templateKey(config.template_name, language)), {
+        name: config.template_name,
+        language,
+        components: config.components,
+      });
+      if (problem) error("template_unusable", `Node "${at}": ${problem}`, at);
+    }
     for (const target of outgoingKeys(node)) {
       if (!keys.has(target)) {
         error("missing_target", `Node "${at}" leads to "${target}", which is not a node of this flow`, at);
@@ -277,6 +294,20 @@ function checkNodeConfig(type: string, config: Config, report: Report) {
       optionalText(config, "filename", 240, report);
       return optionalKey(config, "next_node_key", report);
     }
+    case "send_template": {
+      requireText(config, "template_name", 512, report);
+      requireText(config, "language", 20, report);
+      const components = config.components;
+      if (components !== undefined && components !== null) {
+        if (!Array.isArray(components)) return report("invalid_value", "components must be an array");
+        components.forEach((c, i) => {
+          if (!isObject(c) || !nonBlank(c.type) || !Array.isArray(c.parameters)) {
+            report("invalid_value", `components[${i}] needs a type and a parameters array`);
+          }
+        });
+      }
+      return optionalKey(config, "next_node_key", report);
+    }
     case "collect_input": {
       requireText(config, "prompt_text", LIMITS.bodyText, report);
       if (!nonBlank(config.var_key)) report("missing_field", "var_key is required");
@@ -349,5 +380,14 @@ function textsOf(type: string, config: Config): string[] {
     collect_input: ["prompt_text"],
     handoff: ["note"],
   };
-  return (fields[type] ?? []).map((f) => config[f]).filter((v): v is string => typeof v === "string");
+  const texts = (fields[type] ?? []).map((f) => config[f]).filter((v): v is string => typeof v === "string");
+  if (type === "send_template" && Array.isArray(config.components)) {
+    for (const component of config.components) {
+      if (!isObject(component) || !Array.isArray(component.parameters)) continue;
+      for (const parameter of component.parameters) {
+        if (isObject(parameter) && typeof parameter.text === "string") texts.push(parameter.text);
+      }
+    }
+  }
+  return texts;
 }

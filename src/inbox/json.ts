@@ -1,4 +1,5 @@
 import type { contacts, conversations, messages } from "../db/schema/index.js";
+import { windowExpiresAt } from "./window.js";
 
 type MessageRow = typeof messages.$inferSelect;
 type ContactRow = typeof contacts.$inferSelect;
@@ -57,6 +58,8 @@ export const toConversationJson = (c: ConversationRow, contact: ContactRow, last
   // Why a flow handed the conversation to agents, when one did.
   handoff_note: c.handoffNote,
   last_message_at: c.lastMessageAt,
+  window_expires_at: windowExpiresAt(c),
+  unread_count: c.unreadCount,
   created_at: c.createdAt,
   contact: toContactJson(contact),
   last_message: last ? toMessageJson(last) : null,

@@ -11,6 +11,8 @@ import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { pageQuery } from "../http/pagination.js";
 import { parse } from "../http/validation.js";
+import { templateRequestSchema } from "../templates/request.js";
+import { prepareTemplateSend } from "../templates/service.js";
 import {
   countConversations,
   findConversation,
@@ -20,8 +22,11 @@ import {
 } from "./conversations.js";
 import { MAX_TEXT_LENGTH } from "./limits.js";
 import { addNote } from "./notes.js";
+import { markConversationRead } from "./read.js";
 import { searchQuery } from "./search.js";
 import { sendAgentText } from "./send.js";
+import { conversationJson, startConversation } from "./start.js";
+import { requireOpenWindow } from "./window.js";
 
 const STATUSES = ["open", "pending", "closed"] as const;
 const status = z.enum(STATUSES, { error: `must be one of ${STATUSES.join(", ")}` });
@@ -49,6 +54,12 @@ const patchBody = z.object({
     .refine(isUuid, "must be a user id or null")
     .nullable()
     .optional(),
+});
+const templateSendBody = z.object({ template: templateRequestSchema });
+const startBody = z.object({
+  phone: z.string({ error: "phone must be a string" }).trim().min(1, "phone is required").max(40),
+  name: z.string().trim().min(1).max(200).optional(),
+  template: templateRequestSchema,
 });
 
 const TAGS = ["inbox"];
@@ -174,18 +185,18 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     "/api/conversations/:id/messages",
     docs({
       tags: TAGS,
-      summary: "Send a text message to the conversation's contact",
+      summary: "Send a text or a template to the conversation's contact",
       description:
-        "The message is stored first; on upstream failure the answer is 502 and the message stays, with status `failed` and the upstream error.",
+        "`{ text }` sends a free-form message: only within 24 hours of the customer's last message (`window_expires_at`), else 422 `code: window_closed` and nothing is sent. `{ template: { name, language, components? } }` sends a synced, approved template whose parameters match its `{{n}}` placeholders; it may go out at any time. The message is stored first; on upstream failure the answer is 502 and the message stays, with status `failed` and the upstream error.",
       params: idParams,
-      body: sendBody,
+      body: z.union([sendBody, templateSendBody]),
       responses: {
         201: "`{ message }`, status `sent`",
-        400: "Bad text, channel not configured, or the contact has no phone",
+        400: "Bad text or template (unknown, not approved, wrong parameters), channel not configured, or the contact has no phone",
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "Not found",
-        422: '`{ error, code: "opted_out" }`: the contact has opted out',
+        422: '`{ error, code: "opted_out" }`: the contact has opted out; `{ error, code: "window_closed" }`: a free-form message outside the 24-hour window',
         502: "The upstream platform refused or did not answer: `{ error, message }`",
       },
     }),
@@ -193,15 +204,24 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);
       const { conversation, contact } = await conversationOf(accountId, request.params.id);
-      const { text } = parse(sendBody, readJsonObject(request));
+      const body = readJsonObject(request);
       if (contact.optedOut) throw optedOutError();
-      const message = await sendAgentText(deps, {
+      const target = {
         accountId,
         userId: caller.userId,
         conversationId: conversation.id,
         contactPhone: contact.phone,
-        text,
-      });
+      };
+      if (body.template !== undefined) {
+        if (body.text !== undefined) throw new ApiError(400, "Send either text or template, not both");
+        const { template } = parse(templateSendBody, body);
+        const prepared = await prepareTemplateSend(db, accountId, template);
+        const message = await sendAgentText(deps, { ...target, ...prepared });
+        return reply.code(201).send({ message });
+      }
+      const { text } = parse(sendBody, body);
+      requireOpenWindow(conversation, deps.now());
+      const message = await sendAgentText(deps, { ...target, text });
       return reply.code(201).send({ message });
     },
   );
@@ -235,6 +255,60 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         text,
       });
       return reply.code(201).send({ message });
+    },
+  );
+
+  app.post(
+    "/api/conversations",
+    docs({
+      tags: TAGS,
+      summary: "Start a conversation with a phone number by sending it a template",
+      description:
+        "Finds or creates the contact (by the phone's digits) and its conversation, then sends the template. Only templates can start a conversation: WhatsApp refuses free-form messages to customers who have not written in the last 24 hours.",
+      body: startBody,
+      responses: {
+        201: "`{ conversation, message }`",
+        400: "Bad phone, `text` given, bad template (unknown, not approved, wrong parameters), or channel not configured",
+        502: "The upstream platform refused or did not answer: `{ error, message }`",
+      },
+    }),
+    async (request, reply) => {
+      const caller = await sessions.require(request);
+      const accountId = requireAccount(caller);
+      const body = readJsonObject(request);
+      if (body.text !== undefined) {
+        throw new ApiError(400, "Only a template can start a conversation: send { phone, template }");
+      }
+      const input = parse(startBody, body);
+      const started = await startConversation(deps, { accountId, userId: caller.userId, ...input });
+      return reply.code(201).send(started);
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    "/api/conversations/:id/read",
+    docs({
+      tags: TAGS,
+      summary: "Mark the conversation read",
+      description:
+        "When customer messages are unread, tells WhatsApp the latest one was read (the customer sees blue ticks), then sets `unread_count` to 0.",
+      params: idParams,
+      responses: {
+        200: "`{ conversation }`",
+        400: "Channel not configured",
+        404: "Not found",
+        502: "The upstream platform refused or did not answer; nothing changed",
+      },
+    }),
+    async (request) => {
+      const accountId = requireAccount(await sessions.require(request));
+      const { conversation } = await conversationOf(accountId, request.params.id);
+      await markConversationRead(deps, {
+        accountId,
+        conversationId: conversation.id,
+        unreadCount: conversation.unreadCount,
+      });
+      return { conversation: await conversationJson(db, conversation.id) };
     },
   );
 }

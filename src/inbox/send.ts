@@ -21,12 +21,17 @@ export async function insertPendingMessage(
     text: string;
     outbound?: OutboundMessage;
     now: Date;
+    /** The row's id, when the caller needs it first (a media file is stored under it). */
+    id?: string;
+    /** Media metadata of the message (`media` on the API). */
+    media?: Record<string, unknown>;
   },
 ) {
   const createdAt = nextMessageTime(input.now);
   const [row] = await tx
     .insert(messages)
     .values({
+      ...(input.id ? { id: input.id } : {}),
       accountId: input.accountId,
       conversationId: input.conversationId,
       direction: "outbound",
@@ -35,6 +40,7 @@ export async function insertPendingMessage(
       type: input.outbound?.type ?? "text",
       text: input.text,
       payload: input.outbound && input.outbound.type !== "text" ? input.outbound : null,
+      media: input.media ?? null,
       status: "pending",
       createdAt,
       updatedAt: createdAt,
@@ -67,6 +73,8 @@ export async function sendAgentText(
     text: string;
     sender?: "agent" | "bot";
     outbound?: OutboundMessage;
+    id?: string;
+    media?: Record<string, unknown>;
   },
 ) {
   const { db } = deps;
@@ -93,6 +101,8 @@ export async function sendAgentText(
       text: input.text,
       outbound: input.outbound,
       now: deps.now(),
+      id: input.id,
+      media: input.media,
     }),
   );
 

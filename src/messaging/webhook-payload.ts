@@ -61,8 +61,22 @@ export interface WebhookChange {
   statuses: StatusUpdate[];
 }
 
+/** Meta's `message_template_status_update`: a template of a business account changed status. */
+export interface TemplateStatusChange {
+  at: string;
+  /** The business account (the entry's id): template changes name no phone number. */
+  businessAccountId: string;
+  templateId: string | null;
+  name: string | null;
+  language: string | null;
+  /** APPROVED, REJECTED, PAUSED, DISABLED, ... */
+  event: string;
+  reason: string | null;
+}
+
 export interface WebhookBatch {
   changes: WebhookChange[];
+  templateUpdates: TemplateStatusChange[];
   /** One line per skipped part: where, and why. */
   problems: string[];
 }
@@ -81,7 +95,7 @@ export const WA_ID_MAX_LENGTH = 64;
 const tooLong = (value: string, max: number) => value.length > max;
 
 export function readWebhookBatch(body: unknown): WebhookBatch {
-  const batch: WebhookBatch = { changes: [], problems: [] };
+  const batch: WebhookBatch = { changes: [], templateUpdates: [], problems: [] };
   const root = cleanStrings(body, batch.problems);
   if (!isObject(root) || !Array.isArray(root.entry)) {
     batch.problems.push("body: no entry array");
@@ -94,6 +108,12 @@ export function readWebhookBatch(body: unknown): WebhookBatch {
     }
     entry.changes.forEach((change, c) => {
       const at = `entry[${e}].changes[${c}]`;
+      if (isObject(change) && change.field === "message_template_status_update") {
+        const update = readTemplateStatus(entry.id, change.value, at);
+        if (typeof update === "string") batch.problems.push(`${at}: ${update}`);
+        else batch.templateUpdates.push(update);
+        return;
+      }
       const read = readChange(change, at, batch.problems);
       if (read) batch.changes.push(read);
     });
@@ -137,6 +157,25 @@ function readChange(change: unknown, at: string, problems: string[]): WebhookCha
   });
 
   return { at, phoneNumberId, profiles, items, statuses };
+}
+
+function readTemplateStatus(entryId: unknown, value: unknown, at: string): TemplateStatusChange | string {
+  if (!nonEmpty(entryId)) return "template status update without the business account id (entry id)";
+  if (!isObject(value) || !nonEmpty(value.event)) return "template status update without event";
+  const id = value.message_template_id;
+  const templateId = typeof id === "number" || nonEmpty(id) ? String(id) : null;
+  const name = str(value.message_template_name);
+  const language = str(value.message_template_language);
+  if (!templateId && !(name && language)) return "template status update names no template";
+  return {
+    at,
+    businessAccountId: entryId,
+    templateId,
+    name,
+    language,
+    event: value.event,
+    reason: str(value.reason),
+  };
 }
 
 function listOf(value: Json, key: string, at: string, problems: string[]): unknown[] {

@@ -1,11 +1,20 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
-import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
+import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
+import { addJob } from "../jobs/queue.js";
+import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
+import { applyTemplateStatus } from "../templates/service.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
-import type { InboundMessage, InboundReaction, StatusUpdate, WebhookChange } from "./webhook-payload.js";
+import type {
+  InboundMessage,
+  InboundReaction,
+  StatusUpdate,
+  TemplateStatusChange,
+  WebhookChange,
+} from "./webhook-payload.js";
 
 /** A customer message as stored, for the flow runner. */
 export interface InboundMessageStored {
@@ -48,8 +57,9 @@ export async function storeChange(
 ): Promise<StoredChange> {
   const { change } = input;
   const [only] = change.items;
-  // What Meta sends most: one message and nothing else. Its one statement is atomic on its own.
-  if (change.items.length === 1 && only?.kind === "message" && change.statuses.length === 0) {
+  // What Meta sends most: one message and nothing else. Its one statement is atomic on its own
+  // (a media message also adds its download job, so it takes the transaction below).
+  if (change.items.length === 1 && only?.kind === "message" && !only.media && change.statuses.length === 0) {
     const stored = await withDeadlockRetry(() => storeMessage(db, input.accountId, only, change, input.now));
     return { inbound: stored ? [stored] : [], notes: [] };
   }
@@ -75,6 +85,16 @@ export async function storeChange(
         }
         const stored = await storeMessage(tx, input.accountId, item, change, input.now);
         if (stored) result.inbound.push(stored);
+        // The file's URL expires 5 minutes after Meta hands it out: fetch it at once, in a job
+        // that exists exactly when the message does.
+        if (stored?.inserted && item.media) {
+          await addJob(
+            tx,
+            DOWNLOAD_MEDIA_TASK,
+            { message_id: stored.messageId },
+            { jobKey: `${DOWNLOAD_MEDIA_TASK}:${stored.messageId}`, maxAttempts: MEDIA_DOWNLOAD_ATTEMPTS },
+          );
+        }
       }
       for (const update of change.statuses) await applyStatus(tx, input.accountId, update, input.now());
       return result;
@@ -95,14 +115,18 @@ async function storeMessage(
   message: InboundMessage,
   change: WebhookChange,
   now: () => Date,
-): Promise<InboundMessageStored | null> {
+): Promise<(InboundMessageStored & { inserted: boolean }) | null> {
   const createdAt = nextMessageTime(now());
+  // The window runs from Meta's time of the message; our clock only when Meta gave none.
+  const customerAt = message.timestamp ?? createdAt;
+  const media = message.media ? { ...message.media, status: "pending" } : null;
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
   const { rows } = await db.execute<{
     contact_id: string;
     conversation_id: string;
     has_inbound: boolean;
     message_id: string | null;
+    inserted: boolean;
   }>(sql`
     with contact as (
       insert into ${contacts} (account_id, wa_id, name, phone)
@@ -115,11 +139,15 @@ async function storeMessage(
       select exists (select 1 from ${messages} where account_id = ${accountId}
                      and message_id = ${message.upstreamId}) as yes
     ), conversation as (
-      insert into ${conversations} (account_id, contact_id, last_message_at)
-      select ${accountId}, contact.id, ${createdAt} from contact
+      insert into ${conversations} (account_id, contact_id, last_message_at, customer_message_at, unread_count)
+      select ${accountId}, contact.id, ${createdAt}, ${customerAt}, 1 from contact
       on conflict (contact_id) do update set
         last_message_at = case when (select yes from redelivery) then conversations.last_message_at
                           else greatest(conversations.last_message_at, excluded.last_message_at) end,
+        customer_message_at = case when (select yes from redelivery) then conversations.customer_message_at
+                              else greatest(conversations.customer_message_at, excluded.customer_message_at) end,
+        unread_count = case when (select yes from redelivery) then conversations.unread_count
+                       else conversations.unread_count + 1 end,
         status = case when conversations.status = 'closed' and not (select yes from redelivery) then 'open'
                  else conversations.status end,
         updated_at = case when (select yes from redelivery) then conversations.updated_at else ${now()} end
@@ -131,7 +159,7 @@ async function storeMessage(
                                interactive, media, payload, context_message_id, status, upstream_timestamp,
                                created_at, updated_at)
       select ${accountId}, conversation.id, ${message.upstreamId}, 'inbound', 'customer', ${message.type},
-             ${message.text}, ${json(message.interactive)}::jsonb, ${json(message.media)}::jsonb,
+             ${message.text}, ${json(message.interactive)}::jsonb, ${json(media)}::jsonb,
              ${json(message.payload)}::jsonb, ${message.contextMessageId}, 'received', ${message.timestamp},
              ${createdAt}, ${createdAt}
       from conversation
@@ -141,7 +169,8 @@ async function storeMessage(
     select (select id from contact) as contact_id, conversation.id as conversation_id, conversation.has_inbound,
            coalesce((select id from message),
                     (select id from ${messages} where account_id = ${accountId}
-                       and message_id = ${message.upstreamId})) as message_id
+                       and message_id = ${message.upstreamId})) as message_id,
+           exists (select 1 from message) as inserted
     from conversation`);
   const row = rows[0];
   if (!row?.message_id) return null;
@@ -153,6 +182,7 @@ async function storeMessage(
     firstInbound: !row.has_inbound,
     messageType: message.type,
     text: message.text,
+    inserted: row.inserted,
   };
 }
 
@@ -215,6 +245,33 @@ async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, 
         inArray(messages.status, STATUS_PREDECESSORS[update.status]),
       ),
     );
+}
+
+/**
+ * Template status changes, routed by business account id to every account
+ * whose channel has it (unknown business accounts: ignored). Returns how
+ * many stored templates changed.
+ */
+export async function applyTemplateUpdates(db: DbOrTx, updates: TemplateStatusChange[], now: Date) {
+  let changed = 0;
+  for (const update of updates) {
+    const owners = await db
+      .select({ accountId: messagingConfigs.accountId })
+      .from(messagingConfigs)
+      .where(eq(messagingConfigs.businessAccountId, update.businessAccountId));
+    for (const { accountId } of owners) {
+      const applied = await applyTemplateStatus(db, {
+        accountId,
+        upstreamId: update.templateId,
+        name: update.name,
+        language: update.language,
+        event: update.event,
+        now,
+      });
+      if (applied) changed += 1;
+    }
+  }
+  return changed;
 }
 
 const RETRYABLE = new Set(["40P01", "40001"]);

@@ -5,10 +5,11 @@
  * access token.
  */
 
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
 
-export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response";
+export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response" | "too_large";
 
 export class GraphApiError extends Error {
   readonly kind: GraphErrorKind;
@@ -91,13 +92,51 @@ export type InteractiveBody =
 export type OutboundMessage =
   | { type: "text"; text: { body: string; preview_url?: boolean } }
   | { type: "interactive"; interactive: InteractiveBody }
-  | { type: "image" | "video"; image?: MediaLink; video?: MediaLink }
-  | { type: "document"; document: MediaLink & { filename?: string } }
-  | { type: "reaction"; reaction: { message_id: string; emoji: string } };
+  | { type: "image" | "video"; image?: MediaRef; video?: MediaRef }
+  | { type: "audio"; audio: { id: string } | { link: string } }
+  | { type: "document"; document: MediaRef & { filename?: string } }
+  | { type: "reaction"; reaction: { message_id: string; emoji: string } }
+  | { type: "template"; template: TemplateMessage };
 
 export interface MediaLink {
   link: string;
   caption?: string;
+}
+
+/** A media file by its public link, or by the id Meta gave it on upload. */
+export type MediaRef = MediaLink | { id: string; caption?: string };
+
+/** A template send: `components` carry the values of the template's `{{n}}` placeholders. */
+export interface TemplateMessage {
+  name: string;
+  language: { code: string };
+  components?: TemplateComponentParameters[];
+}
+
+export interface TemplateComponentParameters {
+  type: string;
+  sub_type?: string;
+  index?: string;
+  parameters: Array<Record<string, unknown>>;
+}
+
+/** A template as Meta's `message_templates` edge lists it. */
+export interface UpstreamTemplate {
+  id: string;
+  name: string;
+  language: string;
+  status: string;
+  category: string | null;
+  components: Array<Record<string, unknown>>;
+}
+
+/** What `GET /{media_id}` answers: a download URL valid for 5 minutes, and what the file must be. */
+export interface MediaInfo {
+  id: string;
+  url: string;
+  mimeType: string;
+  sha256: string | null;
+  fileSize: number | null;
 }
 
 export interface SentMessage {
@@ -117,7 +156,31 @@ export interface GraphClient {
     to: string,
     message: OutboundMessage,
   ): Promise<SentMessage>;
+  /** Every template of a business account, following Meta's pages. */
+  listTemplates(accessToken: string, businessAccountId: string): Promise<UpstreamTemplate[]>;
+  getMediaInfo(accessToken: string, mediaId: string, phoneNumberId?: string): Promise<MediaInfo>;
+  /** The bytes behind a media URL (sent with the bearer token, as Meta requires); more than maxBytes fails. */
+  downloadMedia(accessToken: string, url: string, maxBytes: number): Promise<Buffer>;
+  /** Uploads a file for sending (`POST /{phone_number_id}/media`, multipart); answers Meta's media id. */
+  uploadMedia(
+    accessToken: string,
+    phoneNumberId: string,
+    file: { bytes: Buffer; mimeType: string; filename: string },
+  ): Promise<string>;
+  /** Marks a customer's message read (blue ticks), optionally showing "typing..." until the reply. */
+  markRead(
+    accessToken: string,
+    phoneNumberId: string,
+    messageId: string,
+    options?: { typing?: boolean },
+  ): Promise<void>;
 }
+
+/** The page size asked of Meta when listing templates. */
+export const TEMPLATE_PAGE_LIMIT = 100;
+export const TEMPLATE_FIELDS = "id,name,language,status,category,components";
+/** Stops a paging loop that never ends (a broken upstream answering the same cursor). */
+const MAX_TEMPLATE_PAGES = 200;
 
 export interface GraphClientOptions {
   baseUrl: string;
@@ -140,28 +203,48 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
   const timeoutError = (status?: number) =>
     new GraphApiError(`Upstream did not answer within ${timeoutMs / 1000} s`, { kind: "timeout", status });
 
-  async function call(method: "GET" | "POST", path: string, accessToken: string, body?: unknown) {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+  async function call(
+    method: "GET" | "POST",
+    path: string,
+    accessToken: string,
+    body?: unknown,
+    raw?: { bytes: Buffer; contentType: string },
+  ) {
+    const payload = raw ? raw.bytes : body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const contentType = raw ? raw.contentType : "application/json";
     const answer = await send(`${base}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${accessToken}`,
         accept: "application/json",
-        ...(payload === undefined ? {} : { "content-type": "application/json" }),
+        ...(payload === undefined ? {} : { "content-type": contentType }),
       },
       body: payload,
       timeoutMs,
     });
-    if (answer.kind === "timeout") throw timeoutError(answer.status);
-    if (answer.kind === "network") {
-      throw new GraphApiError(
-        answer.status === undefined
-          ? "Could not reach the upstream messaging platform"
-          : "The upstream connection closed before the answer was complete",
-        { kind: "network", status: answer.status, refused: answer.refused },
-      );
+    return readJson(answer);
+  }
+
+  function failedExchange(answer: Exclude<Answer, { kind: "answer" }>): GraphApiError {
+    if (answer.kind === "timeout") return timeoutError(answer.status);
+    if (answer.kind === "too_large") {
+      return new GraphApiError("The upstream file is larger than allowed", {
+        kind: "too_large",
+        status: answer.status,
+      });
     }
-    const { text, status } = answer;
+    return new GraphApiError(
+      answer.status === undefined
+        ? "Could not reach the upstream messaging platform"
+        : "The upstream connection closed before the answer was complete",
+      { kind: "network", status: answer.status, refused: answer.refused },
+    );
+  }
+
+  function readJson(answer: Answer) {
+    if (answer.kind !== "answer") throw failedExchange(answer);
+    const { status } = answer;
+    const text = answer.bytes.toString("utf8");
     let json: unknown;
     try {
       json = text === "" ? undefined : JSON.parse(text);
@@ -239,7 +322,134 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       const contact = (json.contacts as Array<{ wa_id?: unknown }> | undefined)?.[0];
       return { messageId: first.id, waId: typeof contact?.wa_id === "string" ? contact.wa_id : undefined };
     },
+    async listTemplates(accessToken, businessAccountId) {
+      const templates: UpstreamTemplate[] = [];
+      let after: string | undefined;
+      for (let page = 0; page < MAX_TEMPLATE_PAGES; page++) {
+        const query = new URLSearchParams({ fields: TEMPLATE_FIELDS, limit: String(TEMPLATE_PAGE_LIMIT) });
+        if (after) query.set("after", after);
+        const json = await call("GET", `/${seg(businessAccountId)}/message_templates?${query}`, accessToken);
+        if (!Array.isArray(json.data)) {
+          throw new GraphApiError("Upstream template list has no data array", { kind: "invalid_response" });
+        }
+        for (const item of json.data) templates.push(readTemplate(item));
+        after = nextCursor(json.paging);
+        if (!after) return templates;
+      }
+      throw new GraphApiError("Upstream template list did not end", { kind: "invalid_response" });
+    },
+    async getMediaInfo(accessToken, mediaId, phoneNumberId) {
+      const query = phoneNumberId ? `?phone_number_id=${seg(phoneNumberId)}` : "";
+      const json = await call("GET", `/${seg(mediaId)}${query}`, accessToken);
+      if (typeof json.url !== "string" || typeof json.mime_type !== "string") {
+        throw new GraphApiError("Upstream media answer has no url or mime_type", {
+          kind: "invalid_response",
+        });
+      }
+      const size = Number(json.file_size);
+      return {
+        id: typeof json.id === "string" ? json.id : mediaId,
+        url: json.url,
+        mimeType: json.mime_type,
+        sha256: typeof json.sha256 === "string" ? json.sha256 : null,
+        fileSize: json.file_size !== undefined && Number.isSafeInteger(size) && size >= 0 ? size : null,
+      };
+    },
+    async downloadMedia(accessToken, url, maxBytes) {
+      const target = new URL(url);
+      if (target.protocol !== "https:" && target.protocol !== "http:") {
+        throw new GraphApiError("Upstream media URL is not an http(s) URL", { kind: "invalid_response" });
+      }
+      const answer = await send(url, {
+        method: "GET",
+        headers: { authorization: `Bearer ${accessToken}` },
+        timeoutMs,
+        maxBytes,
+      });
+      if (answer.kind !== "answer") throw failedExchange(answer);
+      if (answer.status < 200 || answer.status >= 300) return readJson(answer) as never;
+      return answer.bytes;
+    },
+    async uploadMedia(accessToken, phoneNumberId, file) {
+      const form = multipartBody([
+        { name: "messaging_product", value: "whatsapp" },
+        { name: "type", value: file.mimeType },
+        { name: "file", value: file.bytes, filename: file.filename, contentType: file.mimeType },
+      ]);
+      const json = await call("POST", `/${seg(phoneNumberId)}/media`, accessToken, undefined, form);
+      if (typeof json.id !== "string" || json.id === "") {
+        throw new GraphApiError("Upstream accepted the upload but returned no media id", {
+          kind: "invalid_response",
+        });
+      }
+      return json.id;
+    },
+    async markRead(accessToken, phoneNumberId, messageId, options = {}) {
+      const json = await call("POST", `/${seg(phoneNumberId)}/messages`, accessToken, {
+        messaging_product: "whatsapp",
+        status: "read",
+        message_id: messageId,
+        ...(options.typing ? { typing_indicator: { type: "text" } } : {}),
+      });
+      expectSuccess(json);
+    },
   };
+}
+
+function readTemplate(item: unknown): UpstreamTemplate {
+  const t = (item ?? {}) as Record<string, unknown>;
+  if (
+    typeof t.id !== "string" ||
+    typeof t.name !== "string" ||
+    typeof t.language !== "string" ||
+    typeof t.status !== "string"
+  ) {
+    throw new GraphApiError("Upstream template has no id, name, language or status", {
+      kind: "invalid_response",
+    });
+  }
+  const components = Array.isArray(t.components)
+    ? t.components.filter((c): c is Record<string, unknown> => c !== null && typeof c === "object")
+    : [];
+  return {
+    id: t.id,
+    name: t.name,
+    language: t.language,
+    status: t.status,
+    category: typeof t.category === "string" ? t.category : null,
+    components,
+  };
+}
+
+/** The `after` cursor of a page that has a next one (Meta omits `next` on the last page). */
+function nextCursor(paging: unknown): string | undefined {
+  const p = (paging ?? {}) as { next?: unknown; cursors?: { after?: unknown } };
+  if (typeof p.next !== "string" || p.next === "") return undefined;
+  if (typeof p.cursors?.after === "string" && p.cursors.after !== "") return p.cursors.after;
+  try {
+    return new URL(p.next).searchParams.get("after") ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type FormPart =
+  | { name: string; value: string }
+  | { name: string; value: Buffer; filename: string; contentType: string };
+
+/** A multipart/form-data body; the filename is quoted with its quotes and line breaks removed. */
+function multipartBody(parts: FormPart[]): { bytes: Buffer; contentType: string } {
+  const boundary = `----wa-inbox-${randomBytes(12).toString("hex")}`;
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    let head = `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"`;
+    if (typeof part.value !== "string" && "filename" in part) {
+      head += `; filename="${part.filename.replace(/["\r\n\\]/g, "_")}"\r\nContent-Type: ${part.contentType}`;
+    }
+    chunks.push(Buffer.from(`${head}\r\n\r\n`), Buffer.from(part.value), Buffer.from("\r\n"));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { bytes: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 function expectSuccess(json: Record<string, unknown>) {
@@ -249,9 +459,10 @@ function expectSuccess(json: Record<string, unknown>) {
 }
 
 type Answer =
-  | { kind: "answer"; status: number; text: string }
+  | { kind: "answer"; status: number; bytes: Buffer }
   | { kind: "timeout"; status?: number }
-  | { kind: "network"; status?: number; refused?: boolean };
+  | { kind: "network"; status?: number; refused?: boolean }
+  | { kind: "too_large"; status?: number };
 
 // Errors of a connection that was never made: nothing of the request reached the upstream.
 const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
@@ -270,7 +481,14 @@ const agents = {
  */
 function send(
   url: string,
-  init: { method: string; headers: Record<string, string>; body?: string; timeoutMs: number },
+  init: {
+    method: string;
+    headers: Record<string, string>;
+    body?: Buffer;
+    timeoutMs: number;
+    /** An answer body longer than this is abandoned (`too_large`). */
+    maxBytes?: number;
+  },
 ): Promise<Answer> {
   return new Promise((resolve) => {
     const target = new URL(url);
@@ -289,16 +507,31 @@ function send(
         method: init.method,
         headers: {
           ...init.headers,
-          ...(init.body === undefined ? {} : { "content-length": Buffer.byteLength(init.body) }),
+          ...(init.body === undefined ? {} : { "content-length": init.body.length }),
         },
         agent: agents[target.protocol as keyof typeof agents],
       },
       (response) => {
         status = response.statusCode ?? 0;
+        const declared = Number(response.headers["content-length"]);
+        if (init.maxBytes !== undefined && declared > init.maxBytes) {
+          settle({ kind: "too_large", status });
+          request.destroy();
+          return;
+        }
         const chunks: Buffer[] = [];
-        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        let received = 0;
+        response.on("data", (chunk: Buffer) => {
+          received += chunk.length;
+          if (init.maxBytes !== undefined && received > init.maxBytes) {
+            settle({ kind: "too_large", status });
+            request.destroy();
+            return;
+          }
+          chunks.push(chunk);
+        });
         response.on("end", () =>
-          settle({ kind: "answer", status: status ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+          settle({ kind: "answer", status: status ?? 0, bytes: Buffer.concat(chunks) }),
         );
         response.on("aborted", () => settle({ kind: "network", status }));
         response.on("error", () => settle({ kind: "network", status }));

@@ -43,10 +43,19 @@ export async function insertChannelConfig(
   return { row: row!, accessToken, verifyToken };
 }
 
-/** A contact with its conversation. */
+/**
+ * A contact with its conversation. The customer last wrote `customerWroteAt`
+ * (default: now, so the 24-hour window is open; null: never).
+ */
 export async function insertContact(
   t: TestApp,
-  input: { accountId: string; waId?: string; name?: string | null; phone?: string | null },
+  input: {
+    accountId: string;
+    waId?: string;
+    name?: string | null;
+    phone?: string | null;
+    customerWroteAt?: Date | null;
+  },
 ) {
   const waId = input.waId ?? uniqueDigits(11);
   const [contact] = await t.database.db
@@ -60,7 +69,11 @@ export async function insertContact(
     .returning();
   const [conversation] = await t.database.db
     .insert(conversations)
-    .values({ accountId: input.accountId, contactId: contact!.id })
+    .values({
+      accountId: input.accountId,
+      contactId: contact!.id,
+      customerMessageAt: input.customerWroteAt === undefined ? new Date() : input.customerWroteAt,
+    })
     .returning();
   return { contact: contact!, conversation: conversation! };
 }

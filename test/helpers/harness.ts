@@ -1,4 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
@@ -40,6 +43,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     AUTH_SECRET: randomBytes(32).toString("base64url"),
     PUBLIC_URL: "http://127.0.0.1:3000",
     LOG_LEVEL: "silent",
+    // Never Meta itself: a test that needs the upstream points this at a sandbox. Anything else
+    // (a media download job started by a webhook test, say) meets a refused loopback connection.
+    META_GRAPH_API_URL: "http://127.0.0.1:9",
   });
   return { ...base, ...overrides };
 }
@@ -78,7 +84,13 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
   const url = options.databaseUrl ?? owned?.url ?? "";
-  const config = testConfig({ databaseUrl: url, ...options.config });
+  // Media files of a test app live in a folder of their own, removed on close.
+  const mediaDir = mkdtempSync(path.join(tmpdir(), "wa-inbox-media-"));
+  const config = testConfig({
+    databaseUrl: url,
+    mediaStore: { kind: "local", dir: mediaDir },
+    ...options.config,
+  });
   const database = connectDatabase(url);
   let captured = "";
   const logger = options.captureLogs
@@ -114,6 +126,7 @@ export async function createTestApp(
       await app.close();
       await database.close();
       await owned?.drop();
+      rmSync(mediaDir, { recursive: true, force: true });
     },
   };
 }

@@ -119,6 +119,8 @@ describe("GET /api/conversations", () => {
       assigned_to: null,
       handoff_note: null,
       last_message_at: "2025-01-02T10:00:00.000Z",
+      window_expires_at: expect.any(String),
+      unread_count: 0,
       created_at: expect.any(String),
       contact: {
         id: newer.contact.id,

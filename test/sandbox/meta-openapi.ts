@@ -1,10 +1,13 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 
-/** Meta's own OpenAPI description (v23.0), kept beside the repository in ../shared/upstream. */
+/**
+ * The parts of Meta's own OpenAPI description (v23.0) that the tests use,
+ * extracted into the repository by scripts/extract-meta-openapi.mjs (source
+ * and licence: test/fixtures/meta-openapi/README.md).
+ */
 export const META_OPENAPI_PATH = fileURLToPath(
-  new URL("../../../shared/upstream/meta-business-messaging-api_v23.0.yaml", import.meta.url),
+  new URL("../fixtures/meta-openapi/meta-openapi-subset.json", import.meta.url),
 );
 
 type Schema = Record<string, unknown>;
@@ -13,14 +16,20 @@ export type OpenApiDoc = any;
 
 let cached: OpenApiDoc | undefined;
 export function metaOpenApi(): OpenApiDoc {
-  cached ??= parse(readFileSync(process.env.META_OPENAPI_YAML ?? META_OPENAPI_PATH, "utf8"), {
-    maxAliasCount: -1,
-  });
+  cached ??= JSON.parse(readFileSync(META_OPENAPI_PATH, "utf8"));
   return cached;
 }
 
 export function requestSchema(doc: OpenApiDoc, path: string, method: string): Schema {
   return doc.paths[path][method].requestBody.content["application/json"].schema;
+}
+
+export function requestExample(doc: OpenApiDoc, path: string, method: string, name: string): unknown {
+  return doc.paths[path][method].requestBody.content["application/json"].examples[name].value;
+}
+
+export function responseExample(doc: OpenApiDoc, path: string, method: string, name: string): unknown {
+  return doc.paths[path][method].responses["200"].content["application/json"].examples[name].value;
 }
 
 export function webhookExample(doc: OpenApiDoc, name: string): unknown {

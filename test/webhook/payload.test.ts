@@ -53,7 +53,7 @@ describe("readWebhookBatch", () => {
 
   it("ignores fields other than messages without calling them problems", () => {
     const read = readWebhookBatch(batch({ field: "account_update", value: { event: "VERIFIED_ACCOUNT" } }));
-    expect(read).toEqual({ changes: [], problems: [] });
+    expect(read).toEqual({ changes: [], templateUpdates: [], problems: [] });
   });
 
   it("reads a reaction without emoji as a removal", () => {

@@ -1,4 +1,4 @@
-import { boolean, index, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
@@ -52,6 +52,10 @@ export const conversations = pgTable(
     assignedTo: uuid("assigned_to").references(() => users.id, { onDelete: "set null" }),
     handoffNote: text("handoff_note"),
     lastMessageAt: timestamptz("last_message_at").notNull().defaultNow(),
+    // Meta's timestamp of the customer's latest message: the 24-hour window runs from it.
+    customerMessageAt: timestamptz("customer_message_at"),
+    // Customer messages stored since an agent last marked the conversation read.
+    unreadCount: integer("unread_count").notNull().default(0),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },

@@ -5,4 +5,5 @@ export * from "./flows.js";
 export * from "./inbox.js";
 export * from "./jobs.js";
 export * from "./messaging.js";
+export * from "./templates.js";
 export * from "./tenancy.js";

@@ -1,4 +1,5 @@
-import type { InteractiveBody, OutboundMessage } from "../../upstream/graph.js";
+import { renderTemplateBody } from "../../templates/placeholders.js";
+import type { InteractiveBody, OutboundMessage, TemplateComponentParameters } from "../../upstream/graph.js";
 import { type ContactFacts, renderText } from "./rules.js";
 
 /**
@@ -20,11 +21,17 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 const nonEmpty = (value: unknown): value is string => typeof value === "string" && value.trim() !== "";
 
+/**
+ * `template`, for send_template nodes: the stored template's components, so
+ * that the inbox text is the body as the customer reads it (else the
+ * template's name stands in).
+ */
 export function buildNodeMessage(
   nodeType: string,
   config: Record<string, unknown>,
   vars: Record<string, unknown>,
   contact: ContactFacts,
+  template?: { components: Array<Record<string, unknown>> },
 ): Built {
   const fill = (value: string) => renderText(value, vars, contact);
   const optional = (value: unknown) => (nonEmpty(value) ? fill(value) : undefined);
@@ -120,6 +127,45 @@ export function buildNodeMessage(
         default:
           return fail("config.media_type must be image, video or document");
       }
+    }
+    case "send_template": {
+      if (!nonEmpty(config.template_name)) return fail("config.template_name must be a non-empty string");
+      if (!nonEmpty(config.language)) return fail("config.language must be a non-empty string");
+      const raw = config.components ?? [];
+      if (!Array.isArray(raw)) return fail("config.components must be an array");
+      const components: TemplateComponentParameters[] = [];
+      for (const c of raw) {
+        if (!isObject(c) || !nonEmpty(c.type) || !Array.isArray(c.parameters)) {
+          return fail("every component needs a type and a parameters array");
+        }
+        components.push({
+          type: c.type,
+          ...(nonEmpty(c.sub_type) ? { sub_type: c.sub_type } : {}),
+          ...(c.index === undefined || c.index === null ? {} : { index: String(c.index) }),
+          // Parameter texts take {{vars.x}} and {{contact.name}} like every other text.
+          parameters: c.parameters.map((p) =>
+            isObject(p) && typeof p.text === "string" ? { ...p, text: fill(p.text) } : p,
+          ) as Array<Record<string, unknown>>,
+        });
+      }
+      const bodyTexts = components
+        .filter((c) => c.type.toLowerCase() === "body")
+        .flatMap((c) => c.parameters.map((p) => (typeof p.text === "string" ? p.text : "")));
+      const shown = template ? renderTemplateBody(template.components, bodyTexts) : null;
+      return {
+        ok: true,
+        message: {
+          outbound: {
+            type: "template",
+            template: {
+              name: config.template_name,
+              language: { code: config.language },
+              ...(components.length ? { components } : {}),
+            },
+          },
+          text: shown ?? `Template ${config.template_name} (${config.language})`,
+        },
+      };
     }
     default:
       return fail(`${nodeType} nodes send nothing`);

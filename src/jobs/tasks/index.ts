@@ -1,5 +1,6 @@
 import type { Task } from "../types.js";
 import { deliverWebhook } from "./deliver-webhook.js";
+import { downloadMedia } from "./download-media.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
@@ -12,6 +13,7 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
  */
 export const TASKS: Record<string, Task> = {
   "deliver-webhook": deliverWebhook,
+  "download-media": downloadMedia,
   "process-webhook": processWebhook,
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,

@@ -3,7 +3,7 @@ import { pgErrorCode } from "../../db/errors.js";
 import { messagingConfigs } from "../../db/schema/index.js";
 import { offerInboundMessage } from "../../flows/runner/dispatch.js";
 import { readWebhookBatch } from "../../messaging/webhook-payload.js";
-import { storeChange } from "../../messaging/webhook-store.js";
+import { applyTemplateUpdates, storeChange } from "../../messaging/webhook-store.js";
 import type { Task } from "../types.js";
 
 /**
@@ -18,6 +18,7 @@ export const processWebhook: Task = async (payload, deps) => {
   const { db, log } = deps;
   const batch = readWebhookBatch(payload.delivery);
   for (const problem of batch.problems) log.warn({ problem }, "webhook part skipped");
+  await applyTemplateUpdates(db, batch.templateUpdates, deps.now());
 
   const phoneNumberIds = [...new Set(batch.changes.map((c) => c.phoneNumberId))];
   const owners = phoneNumberIds.length

@@ -4,6 +4,7 @@
  */
 import {
   buttonReplyPayload,
+  inboundMediaPayload,
   inboundTextPayload,
   listReplyPayload,
   reactionPayload,
@@ -44,6 +45,17 @@ export interface Customer {
     contextMessageId?: string;
     messageId?: string;
   }): Promise<Delivery>;
+  /** Sends a file already held by the sandbox (see Sandbox.addMedia), by its media id. */
+  media(file: {
+    type: "image" | "audio" | "video" | "document" | "sticker";
+    mediaId: string;
+    mimeType: string;
+    sha256: string;
+    caption?: string;
+    filename?: string;
+    messageId?: string;
+    timestamp?: number;
+  }): Promise<Delivery>;
   /** Reacts to a message; no emoji removes the customer's reaction. */
   react(targetMessageId: string, emoji?: string): Promise<Delivery>;
   /** A status update for a message the business sent to this customer. */
@@ -82,6 +94,7 @@ export function createCustomer(o: CustomerOptions): Customer {
     text: (body, options = {}) => deliver(inboundTextPayload({ ...sender, ...options, text: body })),
     buttonReply: (reply) => deliver(buttonReplyPayload({ ...sender, ...reply })),
     listReply: (reply) => deliver(listReplyPayload({ ...sender, ...reply })),
+    media: (file) => deliver(inboundMediaPayload({ ...sender, ...file })),
     react: (targetMessageId, emoji) => deliver(reactionPayload({ ...sender, targetMessageId, emoji })),
     async status(update) {
       const { payload } = statusPayload({

@@ -7,9 +7,12 @@
  * This is a developer tool run on its own, so it reads its own environment
  * variables here rather than through the service's config.
  */
+
+import { createHash } from "node:crypto";
 import { createCustomer } from "./customer.js";
+import { DEMO_IMAGE } from "./demo-media.js";
 import { type AcceptedMessage, type ExtraRouteResult, startSandbox } from "./server.js";
-import { signPayload, statusPayload } from "./webhook-payloads.js";
+import { signPayload, statusPayload, templateStatusPayload } from "./webhook-payloads.js";
 
 const env = process.env;
 const port = Number(env.SANDBOX_PORT ?? 4010);
@@ -84,7 +87,39 @@ async function controlRoute(request: {
     });
     return { status: 201, body: { added: phoneNumberId } };
   }
-  const customerAction = /^\/_sandbox\/customer\/(text|button_reply|list_reply|reaction|status)$/.exec(path);
+  if (method === "POST" && path === "/_sandbox/templates/status") {
+    const b = (request.body ?? {}) as Record<string, unknown>;
+    const template = sandbox
+      .templates(demo.businessAccountId)
+      .find((t) => t.name === b.name && t.language === (str(b.language) ?? "en_US"));
+    const event = str(b.event)?.toUpperCase();
+    if (!template || !event) {
+      return { status: 400, body: { error: "name (of a demo template), language? and event are required" } };
+    }
+    if (!webhookUrl || !appSecret) {
+      return { status: 400, body: { error: "Set SANDBOX_WEBHOOK_URL and SANDBOX_APP_SECRET first" } };
+    }
+    template.status = event;
+    const raw = JSON.stringify(
+      templateStatusPayload({
+        businessAccountId: demo.businessAccountId,
+        templateId: template.id,
+        name: template.name,
+        language: template.language,
+        event,
+        reason: str(b.reason),
+      }).payload,
+    );
+    const response = await fetch(webhookUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-hub-signature-256": signPayload(raw, appSecret) },
+      body: raw,
+    });
+    return { status: 200, body: { status: response.status, template } };
+  }
+  const customerAction = /^\/_sandbox\/customer\/(text|button_reply|list_reply|reaction|status|media)$/.exec(
+    path,
+  );
   if (method === "POST" && customerAction) {
     const b = (request.body ?? {}) as Record<string, unknown>;
     const target = str(b.to_webhook) ?? webhookUrl;
@@ -125,11 +160,37 @@ async function controlRoute(request: {
         };
       case "reaction":
         return { status: 200, body: await customer.react(str(b.message_id) ?? "", str(b.emoji)) };
-      default: {
-        const status = str(b.status) as "sent" | "delivered" | "read" | "failed" | undefined;
+      case "media": {
+        const type = (str(b.type) ?? "image") as "image" | "audio" | "video" | "document" | "sticker";
+        const bytes = str(b.data_base64) ? Buffer.from(str(b.data_base64) ?? "", "base64") : DEMO_IMAGE;
+        const mimeType = str(b.mime_type) ?? "image/png";
+        const phoneNumberId = str(b.phone_number_id) ?? demo.phoneNumberId;
+        const mediaId = sandbox.addMedia({ bytes, mimeType, phoneNumberId });
+        const sha256 = createHash("sha256").update(bytes).digest("base64");
         return {
           status: 200,
-          body: await customer.status({ messageId: str(b.message_id) ?? "", status: status ?? "read" }),
+          body: await customer.media({
+            type,
+            mediaId,
+            mimeType,
+            sha256,
+            caption: str(b.caption),
+            filename: str(b.filename),
+          }),
+        };
+      }
+      default: {
+        const status = str(b.status) as "sent" | "delivered" | "read" | "failed" | undefined;
+        const code = Number(b.error_code);
+        return {
+          status: 200,
+          body: await customer.status({
+            messageId: str(b.message_id) ?? "",
+            status: status ?? "read",
+            ...(Number.isInteger(code) && code > 0
+              ? { error: { code, title: str(b.error_title) ?? `Error ${code}` } }
+              : {}),
+          }),
         };
       }
     }
@@ -147,7 +208,9 @@ const HELP = [
   "POST /_sandbox/customer/button_reply    {from, reply_id, title, context_message_id?}",
   "POST /_sandbox/customer/list_reply      {from, reply_id, title, description?, context_message_id?}",
   "POST /_sandbox/customer/reaction        {from, message_id, emoji?}  (no emoji = removal)",
-  "POST /_sandbox/customer/status          {from, message_id, status: sent|delivered|read|failed}",
+  "POST /_sandbox/customer/status          {from, message_id, status: sent|delivered|read|failed, error_code?, error_title?}",
+  "POST /_sandbox/customer/media           {from, type?: image|audio|video|document|sticker, mime_type?, data_base64?, caption?, filename?}",
+  "POST /_sandbox/templates/status         {name, language?, event: APPROVED|REJECTED|PAUSED|DISABLED, reason?}",
 ];
 
 const sandbox = await startSandbox({

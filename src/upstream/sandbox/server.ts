@@ -4,9 +4,12 @@
  * the way Meta does, including its error envelope. Tests drive it over
  * loopback; `npm run sandbox` runs it for offline demos (see main.ts).
  */
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { newFbtraceId, newWamid } from "./ids.js";
+import { expectedParameters, givenParameters, parameterMismatch } from "../../templates/placeholders.js";
+import { newFbtraceId, newMediaId, newWamid } from "./ids.js";
+import { DEMO_TEMPLATES, type SandboxTemplate } from "./templates.js";
 
 export interface SandboxNumber {
   phoneNumberId: string;
@@ -37,10 +40,30 @@ export interface RecordedRequest {
   at: Date;
 }
 
+/** A file Meta holds: sent by a customer, or uploaded by the business. */
+export interface SandboxMediaInput {
+  bytes: Buffer;
+  mimeType: string;
+  /** The number the file belongs to (its token may download it). */
+  phoneNumberId: string;
+  /** What `GET /{media_id}` announces; defaults to the real hash and size (tests announce wrong ones). */
+  sha256?: string;
+  fileSize?: number;
+}
+
 export interface Sandbox {
   /** base URL without version, e.g. http://127.0.0.1:40123 — used as META_GRAPH_API_URL */
   url: string;
   addNumber(n: SandboxNumber): void;
+  /** Replaces a business account's templates (each one starts with DEMO_TEMPLATES). */
+  setTemplates(businessAccountId: string, templates: SandboxTemplate[]): void;
+  templates(businessAccountId: string): SandboxTemplate[];
+  /** Stores a file as Meta would hold it and answers its media id. */
+  addMedia(media: SandboxMediaInput): string;
+  /** The bytes and type of a stored file (an upload, for instance). */
+  media(mediaId: string): { bytes: Buffer; mimeType: string; filename?: string } | undefined;
+  /** Moves the sandbox's clock forward (download URLs expire after 5 minutes). */
+  advanceTime(ms: number): void;
   requests(): RecordedRequest[];
   clearRequests(): void;
   inject(match: { method?: string; path?: string | RegExp }, fault: SandboxFault): void;
@@ -106,6 +129,35 @@ class GraphError extends Error {
 }
 
 const VERSIONED = /^\/(v\d+\.\d+)(\/.*)?$/;
+/** Where download URLs point, like Meta's lookaside host. */
+const DOWNLOAD_PATH = "/whatsapp_business/attachments/";
+export const MEDIA_URL_TTL_MS = 5 * 60 * 1000;
+const MB = 1024 * 1024;
+/** Meta's upload types and limits (image 5 MB, audio and video 16 MB, documents 100 MB, stickers 500 KB). */
+export const UPLOAD_LIMITS: Record<string, number> = {
+  "image/jpeg": 5 * MB,
+  "image/png": 5 * MB,
+  "image/webp": 500 * 1024,
+  "video/mp4": 16 * MB,
+  "video/3gpp": 16 * MB,
+  "audio/aac": 16 * MB,
+  "audio/mp4": 16 * MB,
+  "audio/mpeg": 16 * MB,
+  "audio/amr": 16 * MB,
+  "audio/ogg": 16 * MB,
+  "text/plain": 100 * MB,
+  "application/pdf": 100 * MB,
+  "application/vnd.ms-powerpoint": 100 * MB,
+  "application/msword": 100 * MB,
+  "application/vnd.ms-excel": 100 * MB,
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document": 100 * MB,
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation": 100 * MB,
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": 100 * MB,
+};
+
+interface StoredMedia extends SandboxMediaInput {
+  filename?: string;
+}
 const PHONE_FIELDS = ["id", "display_phone_number", "verified_name", "quality_rating"] as const;
 const MEDIA_TYPES = ["image", "video", "document", "audio", "sticker"];
 
@@ -113,6 +165,11 @@ const MEDIA_TYPES = ["image", "video", "document", "audio", "sticker"];
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const host = options.host ?? "127.0.0.1";
   const numbers = new Map<string, NumberState>();
+  const templates = new Map<string, SandboxTemplate[]>();
+  const media = new Map<string, StoredMedia>();
+  const signingKey = randomBytes(32);
+  let clockOffsetMs = 0;
+  const now = () => Date.now() + clockOffsetMs;
   let faults: FaultRule[] = [];
   let log: RecordedRequest[] = [];
 
@@ -135,7 +192,23 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const query = Object.fromEntries(url.searchParams);
     const raw = await readBody(request);
     const body = parseBody(raw, request.headers["content-type"]);
-    log.push({ method, path, query, headers: maskHeaders(request.headers), body, at: new Date() });
+    log.push({
+      method,
+      path,
+      query,
+      headers: maskHeaders(request.headers),
+      body: loggable(body),
+      at: new Date(),
+    });
+
+    if (path === DOWNLOAD_PATH && method === "GET") {
+      const fault = takeFault(method, path);
+      if (fault?.status) {
+        response.writeHead(fault.status, { "content-type": "text/plain" });
+        return response.end("fault");
+      }
+      return download(query, request.headers.authorization, response);
+    }
 
     if (options.extraRoutes && path.startsWith("/_sandbox")) {
       const answer = await options.extraRoutes({ method, path, query, body });
@@ -202,9 +275,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const token = bearer(authorization);
     const [objectId, edge] = segments as [string, string | undefined];
 
+    if (edge === undefined && method === "GET" && media.has(objectId)) {
+      return mediaInfo(objectId, token, query.phone_number_id);
+    }
     if (edge === undefined && method === "GET") {
       const number = phoneNumberFor(objectId, token, method);
       return phoneInfo(number, query.fields);
+    }
+    if (edge === "message_templates" && method === "GET") {
+      wabaFor(objectId, token, method);
+      return templatePage(objectId, versioned[1] ?? "v25.0", query);
+    }
+    if (edge === "media" && method === "POST") {
+      return upload(phoneNumberFor(objectId, token, method), body);
     }
     if (edge === "register" && method === "POST") {
       return register(phoneNumberFor(objectId, token, method), body);
@@ -215,6 +298,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     if (edge === "messages" && method === "POST") {
       const number = phoneNumberFor(objectId, token, method);
+      if (asObject(body).status === "read") return markRead(body);
       const accepted = acceptMessage(number, body);
       options.onMessageAccepted?.(accepted);
       return {
@@ -260,6 +344,178 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (!owns) throw unsupported(method, id);
   }
 
+  function templatesOf(wabaId: string): SandboxTemplate[] {
+    let list = templates.get(wabaId);
+    if (!list) {
+      list = DEMO_TEMPLATES.map((t) => structuredClone(t));
+      templates.set(wabaId, list);
+    }
+    return list;
+  }
+
+  /** One page of templates with Meta's cursor paging (`paging.next` only when there is more). */
+  function templatePage(wabaId: string, version: string, query: Record<string, string>) {
+    const all = templatesOf(wabaId);
+    const limit = Math.min(Math.max(Number(query.limit) || 25, 1), 1000);
+    const start = query.after ? Number.parseInt(Buffer.from(query.after, "base64url").toString(), 10) : 0;
+    if (!Number.isInteger(start) || start < 0 || start > all.length) {
+      throw invalidParameter("after is not a valid cursor");
+    }
+    const fields = (query.fields ?? "id,name,language,status,category,components").split(",");
+    const data = all.slice(start, start + limit).map((t) => {
+      const answer: Record<string, unknown> = {};
+      for (const field of fields) {
+        const key = field.trim() as keyof SandboxTemplate;
+        if (key in t) answer[key] = t[key];
+      }
+      answer.id = t.id;
+      return answer;
+    });
+    const cursor = (n: number) => Buffer.from(String(n)).toString("base64url");
+    const paging: Record<string, unknown> = {
+      cursors: { before: cursor(start), after: cursor(start + data.length) },
+    };
+    if (start + data.length < all.length) {
+      const next = new URLSearchParams({
+        ...query,
+        limit: String(limit),
+        after: cursor(start + data.length),
+      });
+      paging.next = `${sandbox.url}/${version}/${wabaId}/message_templates?${next}`;
+    }
+    return { data, paging };
+  }
+
+  function mediaInfo(mediaId: string, token: string | undefined, phoneNumberId: string | undefined) {
+    checkToken(token);
+    const file = media.get(mediaId);
+    const owner = file ? numbers.get(file.phoneNumberId) : undefined;
+    if (!file || owner?.accessToken !== token) throw unsupported("GET", mediaId);
+    if (phoneNumberId !== undefined && phoneNumberId !== file.phoneNumberId) {
+      throw invalidParameter("The media does not belong to the given phone_number_id");
+    }
+    const expires = now() + MEDIA_URL_TTL_MS;
+    const url = new URL(DOWNLOAD_PATH, sandbox.url);
+    url.searchParams.set("mid", mediaId);
+    url.searchParams.set("ext", String(expires));
+    url.searchParams.set("hash", sign(`${mediaId}.${expires}`));
+    return {
+      messaging_product: "whatsapp",
+      url: url.toString(),
+      mime_type: file.mimeType,
+      sha256: file.sha256 ?? createHash("sha256").update(file.bytes).digest("hex"),
+      file_size: String(file.fileSize ?? file.bytes.length),
+      id: mediaId,
+    };
+  }
+
+  const sign = (value: string) => createHmac("sha256", signingKey).update(value).digest("base64url");
+
+  /** Meta's download URLs need the bearer token of the number and stop working after 5 minutes. */
+  function download(
+    query: Record<string, string>,
+    authorization: string | undefined,
+    response: ServerResponse,
+  ) {
+    const refuse = (status: number, text: string) => {
+      response.writeHead(status, { "content-type": "text/plain; charset=utf-8" });
+      response.end(text);
+    };
+    const { mid = "", ext = "", hash = "" } = query;
+    const file = media.get(mid);
+    if (!file || hash !== sign(`${mid}.${ext}`)) return refuse(404, "Not found");
+    const token = bearer(authorization);
+    if (!token || numbers.get(file.phoneNumberId)?.accessToken !== token) {
+      return refuse(401, "Unauthorized");
+    }
+    if (now() > Number(ext)) return refuse(404, "URL signature expired");
+    response.writeHead(200, { "content-type": file.mimeType, "content-length": file.bytes.length });
+    response.end(file.bytes);
+  }
+
+  function upload(number: NumberState, body: unknown) {
+    const form = body instanceof Map ? (body as Map<string, FormValue>) : undefined;
+    if (!form) throw invalidParameter("The upload must be multipart/form-data");
+    if (form.get("messaging_product")?.text !== "whatsapp") {
+      throw invalidParameter("messaging_product must be 'whatsapp'");
+    }
+    const file = form.get("file");
+    if (!file?.bytes || !file.contentType) throw invalidParameter("file is required");
+    const type = file.contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+    const limit = UPLOAD_LIMITS[type];
+    if (limit === undefined) {
+      throw new GraphError({
+        status: 400,
+        code: 131053,
+        type: "OAuthException",
+        message: "Media upload error",
+        details: `Unsupported file type ${type}`,
+      });
+    }
+    if (file.bytes.length > limit) {
+      throw new GraphError({
+        status: 400,
+        code: 131053,
+        type: "OAuthException",
+        message: "Media upload error",
+        details: `The file is larger than ${limit} bytes, the limit for ${type}`,
+      });
+    }
+    const id = newMediaId();
+    media.set(id, {
+      bytes: file.bytes,
+      mimeType: type,
+      phoneNumberId: number.phoneNumberId,
+      filename: file.filename,
+    });
+    return { id };
+  }
+
+  function markRead(body: unknown) {
+    const b = asObject(body);
+    if (b.messaging_product !== "whatsapp") throw invalidParameter("messaging_product must be 'whatsapp'");
+    if (typeof b.message_id !== "string" || b.message_id === "")
+      throw invalidParameter("message_id is required");
+    if (b.typing_indicator !== undefined) {
+      const t = asObject(b.typing_indicator);
+      if (t.type !== "text") throw invalidParameter("typing_indicator.type must be 'text'");
+    }
+    return { success: true };
+  }
+
+  /** Meta's checks of a template send: it must exist in that language, be approved, and get its parameters. */
+  function checkTemplate(number: NumberState, p: Record<string, unknown>) {
+    if (typeof p.name !== "string" || p.name === "") throw invalidParameter("template.name is required");
+    const language = asObject(p.language).code;
+    if (typeof language !== "string" || language === "") {
+      throw invalidParameter("template.language.code is required");
+    }
+    const template = templatesOf(number.businessAccountId ?? "").find(
+      (t) => t.name === p.name && t.language === language,
+    );
+    if (template?.status !== "APPROVED") {
+      throw new GraphError({
+        status: 404,
+        code: 132001,
+        type: "OAuthException",
+        message: "(#132001) Template name does not exist in the translation",
+        details: `template name (${p.name}) does not exist in ${language}`,
+      });
+    }
+    const given = givenParameters(p.components);
+    const mismatch =
+      typeof given === "string" ? given : parameterMismatch(expectedParameters(template.components), given);
+    if (mismatch) {
+      throw new GraphError({
+        status: 400,
+        code: 132000,
+        type: "OAuthException",
+        message: "(#132000) Number of parameters does not match the expected number of params",
+        details: mismatch,
+      });
+    }
+  }
+
   function register(number: NumberState, body: unknown) {
     const b = asObject(body);
     if (b.messaging_product !== "whatsapp") throw invalidParameter("messaging_product must be 'whatsapp'");
@@ -302,12 +558,18 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         if (typeof p.message_id !== "string") throw invalidParameter("reaction.message_id is required");
         if (typeof p.emoji !== "string") throw invalidParameter("reaction.emoji is required");
         break;
+      case "template":
+        checkTemplate(number, p);
+        break;
       default:
         if (!MEDIA_TYPES.includes(b.type)) {
           throw invalidParameter(`Unsupported message type: ${b.type}`);
         }
         if (typeof p.link !== "string" && typeof p.id !== "string") {
           throw invalidParameter(`${b.type}.link or ${b.type}.id is required`);
+        }
+        if (typeof p.id === "string" && media.get(p.id)?.phoneNumberId !== number.phoneNumberId) {
+          throw invalidParameter(`${b.type}.id is not a media id of this number`);
         }
     }
     return { phoneNumberId: number.phoneNumberId, to: b.to, messageId: newWamid(), type: b.type };
@@ -317,6 +579,25 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     url: "",
     addNumber(n) {
       numbers.set(n.phoneNumberId, { ...n, registered: n.pin !== undefined });
+    },
+    setTemplates(wabaId, list) {
+      templates.set(
+        wabaId,
+        list.map((t) => structuredClone(t)),
+      );
+    },
+    templates: (wabaId) => templatesOf(wabaId),
+    addMedia(input) {
+      const id = newMediaId();
+      media.set(id, { ...input });
+      return id;
+    },
+    media(mediaId) {
+      const file = media.get(mediaId);
+      return file ? { bytes: file.bytes, mimeType: file.mimeType, filename: file.filename } : undefined;
+    },
+    advanceTime(ms) {
+      clockOffsetMs += ms;
     },
     requests: () => log.slice(),
     clearRequests() {
@@ -332,6 +613,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     reset() {
       numbers.clear();
+      templates.clear();
+      media.clear();
+      clockOffsetMs = 0;
       faults = [];
       log = [];
     },
@@ -460,15 +744,29 @@ function maskHeaders(headers: IncomingMessage["headers"]): Record<string, string
   return out;
 }
 
-async function readBody(request: IncomingMessage): Promise<string> {
+async function readBody(request: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
-/** JSON bodies parsed (whatever the content type, like Graph); form bodies as an object; else raw. */
-function parseBody(raw: string, contentType: string | undefined): unknown {
-  if (raw === "") return undefined;
+/** One field of a multipart body: text, or a file's bytes with its name and type. */
+export interface FormValue {
+  text?: string;
+  bytes?: Buffer;
+  filename?: string;
+  contentType?: string;
+}
+
+/**
+ * JSON bodies parsed (whatever the content type, like Graph); multipart bodies
+ * as a Map of their fields; form bodies as an object; else raw text.
+ */
+function parseBody(bytes: Buffer, contentType: string | undefined): unknown {
+  if (bytes.length === 0) return undefined;
+  const boundary = /^multipart\/form-data;.*boundary="?([^";]+)"?/i.exec(contentType ?? "")?.[1];
+  if (boundary) return parseMultipart(bytes, boundary);
+  const raw = bytes.toString("utf8");
   try {
     return JSON.parse(raw);
   } catch {
@@ -476,6 +774,48 @@ function parseBody(raw: string, contentType: string | undefined): unknown {
       ? Object.fromEntries(new URLSearchParams(raw))
       : raw;
   }
+}
+
+/** Multipart fields as JSON: texts as they are, files as their name, type and size. */
+function loggable(body: unknown): unknown {
+  if (!(body instanceof Map)) return body;
+  return Object.fromEntries(
+    [...(body as Map<string, FormValue>)].map(([name, v]) => [
+      name,
+      v.bytes ? { filename: v.filename, content_type: v.contentType, size: v.bytes.length } : v.text,
+    ]),
+  );
+}
+
+function parseMultipart(bytes: Buffer, boundary: string): Map<string, FormValue> {
+  const fields = new Map<string, FormValue>();
+  const delimiter = Buffer.from(`--${boundary}`);
+  let at = bytes.indexOf(delimiter);
+  while (at !== -1) {
+    const start = at + delimiter.length;
+    if (bytes.subarray(start, start + 2).toString() === "--") break;
+    const next = bytes.indexOf(delimiter, start);
+    if (next === -1) break;
+    const part = bytes.subarray(start + 2, next - 2);
+    const split = part.indexOf("\r\n\r\n");
+    if (split !== -1) {
+      const head = part.subarray(0, split).toString("utf8");
+      const content = part.subarray(split + 4);
+      const name = /name="([^"]*)"/i.exec(head)?.[1];
+      const filename = /filename="([^"]*)"/i.exec(head)?.[1];
+      const type = /content-type:\s*([^\r\n]+)/i.exec(head)?.[1];
+      if (name !== undefined) {
+        fields.set(
+          name,
+          filename === undefined && type === undefined
+            ? { text: content.toString("utf8") }
+            : { bytes: Buffer.from(content), filename, contentType: type?.trim() },
+        );
+      }
+    }
+    at = next;
+  }
+  return fields;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -157,3 +157,64 @@ export function statusPayload(i: {
   }
   return { payload: envelope(i, { statuses: [status] }) };
 }
+
+/** A customer's image, audio, video, document or sticker: Meta sends the media id, never the bytes. */
+export function inboundMediaPayload(
+  i: Sender & {
+    type: "image" | "audio" | "video" | "document" | "sticker";
+    mediaId: string;
+    mimeType: string;
+    sha256: string;
+    caption?: string;
+    filename?: string;
+  },
+): { payload: object; messageId: string } {
+  return inbound(i, {
+    type: i.type,
+    [i.type]: {
+      ...(i.caption === undefined ? {} : { caption: i.caption }),
+      ...(i.filename === undefined ? {} : { filename: i.filename }),
+      mime_type: i.mimeType,
+      sha256: i.sha256,
+      id: i.mediaId,
+    },
+  });
+}
+
+/**
+ * Meta's `message_template_status_update` change: a template was approved,
+ * rejected, paused... It names the business account (entry id), not a number.
+ */
+export function templateStatusPayload(i: {
+  businessAccountId: string;
+  templateId: string;
+  name: string;
+  language: string;
+  event: string;
+  reason?: string;
+  timestamp?: number;
+}): { payload: object } {
+  return {
+    payload: {
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: i.businessAccountId,
+          time: Number(unixSeconds(i.timestamp)),
+          changes: [
+            {
+              value: {
+                event: i.event,
+                message_template_id: Number(i.templateId),
+                message_template_name: i.name,
+                message_template_language: i.language,
+                reason: i.reason ?? "NONE",
+              },
+              field: "message_template_status_update",
+            },
+          ],
+        },
+      ],
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { GetObjectCommand, NoSuchKey, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import type { MediaStoreConfig } from "../config.js";
+
+/**
+ * Where media files live. Keys are ours (`<account id>/<message id>`), never
+ * a user's filename, so no key can leave its folder or bucket prefix.
+ */
+export interface MediaStore {
+  put(key: string, bytes: Buffer, contentType: string): Promise<void>;
+  /** The bytes, or null when nothing is stored under the key. */
+  get(key: string): Promise<Buffer | null>;
+}
+
+const SAFE_KEY = /^[A-Za-z0-9-]+(\/[A-Za-z0-9-]+)*$/;
+
+function checkKey(key: string) {
+  if (!SAFE_KEY.test(key)) throw new Error("media keys are letters, digits, dashes and slashes");
+}
+
+export function createMediaStore(config: MediaStoreConfig): MediaStore {
+  return config.kind === "local" ? localMediaStore(config.dir) : s3MediaStore(config);
+}
+
+/** Files under a folder; a write goes to a temporary file first, so a reader never sees half a file. */
+export function localMediaStore(dir: string): MediaStore {
+  return {
+    async put(key, bytes) {
+      checkKey(key);
+      const file = path.join(dir, key);
+      await mkdir(path.dirname(file), { recursive: true });
+      const temporary = `${file}.${randomBytes(6).toString("hex")}.part`;
+      try {
+        await writeFile(temporary, bytes, { mode: 0o600 });
+        await rename(temporary, file);
+      } catch (error) {
+        await rm(temporary, { force: true });
+        throw error;
+      }
+    },
+    async get(key) {
+      checkKey(key);
+      try {
+        return await readFile(path.join(dir, key));
+      } catch (error) {
+        if ((error as { code?: string }).code === "ENOENT") return null;
+        throw error;
+      }
+    },
+  };
+}
+
+/** An S3-compatible bucket (AWS, MinIO, R2...); a custom endpoint is addressed path-style. */
+export function s3MediaStore(config: Extract<MediaStoreConfig, { kind: "s3" }>): MediaStore {
+  const client = new S3Client({
+    region: config.region,
+    ...(config.endpoint ? { endpoint: config.endpoint, forcePathStyle: true } : {}),
+    ...(config.accessKeyId && config.secretAccessKey
+      ? { credentials: { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey } }
+      : {}),
+  });
+  return {
+    async put(key, bytes, contentType) {
+      checkKey(key);
+      await client.send(
+        new PutObjectCommand({ Bucket: config.bucket, Key: key, Body: bytes, ContentType: contentType }),
+      );
+    },
+    async get(key) {
+      checkKey(key);
+      try {
+        const answer = await client.send(new GetObjectCommand({ Bucket: config.bucket, Key: key }));
+        if (!answer.Body) return null;
+        return Buffer.from(await answer.Body.transformToByteArray());
+      } catch (error) {
+        if (error instanceof NoSuchKey || (error as { name?: string }).name === "NotFound") return null;
+        throw error;
+      }
+    },
+  };
+}

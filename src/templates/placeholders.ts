@@ -1,0 +1,98 @@
+/**
+ * The `{{n}}` placeholders of a WhatsApp template and the parameters a send
+ * gives them. Pure; shared by the product's checks and the sandbox, which
+ * checks sends the way Meta does.
+ */
+
+const PLACEHOLDER = /\{\{\s*(\d+)\s*\}\}/g;
+
+/** How many distinct `{{n}}` placeholders a text holds. */
+export function placeholderCount(text: unknown): number {
+  if (typeof text !== "string") return 0;
+  return new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1])).size;
+}
+
+/**
+ * The parameter count each component of a template expects, keyed like a
+ * send's components: `header`, `body`, `button:<index>` (URL buttons with a
+ * placeholder).
+ */
+export function expectedParameters(components: Array<Record<string, unknown>>): Map<string, number> {
+  const expected = new Map<string, number>();
+  for (const component of components) {
+    const type = String(component.type ?? "").toUpperCase();
+    if (type === "HEADER") {
+      const format = String(component.format ?? "TEXT").toUpperCase();
+      const count = format === "TEXT" ? placeholderCount(component.text) : 1;
+      if (count > 0) expected.set("header", count);
+    } else if (type === "BODY") {
+      const count = placeholderCount(component.text);
+      if (count > 0) expected.set("body", count);
+    } else if (type === "BUTTONS" && Array.isArray(component.buttons)) {
+      component.buttons.forEach((button, index) => {
+        const b = (button ?? {}) as Record<string, unknown>;
+        const count = String(b.type).toUpperCase() === "URL" ? placeholderCount(b.url) : 0;
+        if (count > 0) expected.set(`button:${index}`, count);
+      });
+    }
+  }
+  return expected;
+}
+
+/** The parameters a send gives each component, keyed as in expectedParameters. */
+export function givenParameters(components: unknown): Map<string, number> | string {
+  const given = new Map<string, number>();
+  if (components === undefined) return given;
+  if (!Array.isArray(components)) return "template.components must be an array";
+  for (const raw of components) {
+    const c = (raw ?? {}) as Record<string, unknown>;
+    const type = String(c.type ?? "").toLowerCase();
+    if (!Array.isArray(c.parameters)) return `template.components[].parameters must be an array (${type})`;
+    const key = type === "button" ? `button:${String(c.index ?? "")}` : type;
+    given.set(key, (given.get(key) ?? 0) + c.parameters.length);
+  }
+  return given;
+}
+
+/** The first component whose parameter count differs, or null when they all match. */
+export function parameterMismatch(expected: Map<string, number>, given: Map<string, number>): string | null {
+  for (const key of new Set([...expected.keys(), ...given.keys()])) {
+    const want = expected.get(key) ?? 0;
+    const got = given.get(key) ?? 0;
+    if (want !== got) return `${key} expects ${want} parameter${want === 1 ? "" : "s"}, got ${got}`;
+  }
+  return null;
+}
+
+/** The body text with the parameters filled in, as the customer reads it. */
+export function renderTemplateBody(
+  components: Array<Record<string, unknown>>,
+  parameters: string[],
+): string | null {
+  const body = components.find((c) => String(c.type ?? "").toUpperCase() === "BODY");
+  if (!body || typeof body.text !== "string") return null;
+  return body.text.replace(PLACEHOLDER, (whole, n: string) => parameters[Number(n) - 1] ?? whole);
+}
+
+/** Templates are keyed by name and language together, as Meta keys them. */
+export const templateKey = (name: string, language: string) => `${name}\u0000${language}`;
+
+/** What the checks need of a stored template. */
+export interface StoredTemplate {
+  status: string;
+  components: Array<Record<string, unknown>>;
+}
+
+/** What is wrong with sending a template with these components, or null. */
+export function templateProblem(
+  template: StoredTemplate | undefined,
+  request: { name: string; language: string; components?: unknown },
+): string | null {
+  const label = `Template "${request.name}" (${request.language})`;
+  if (!template) return `${label} is not among the synced templates: sync templates first`;
+  if (template.status !== "APPROVED") return `${label} is ${template.status}, not APPROVED`;
+  const given = givenParameters(request.components);
+  if (typeof given === "string") return `${label}: ${given}`;
+  const mismatch = parameterMismatch(expectedParameters(template.components), given);
+  return mismatch ? `${label}: component ${mismatch}` : null;
+}
