@@ -17,6 +17,7 @@ import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
+import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
@@ -46,6 +47,8 @@ export interface AppOptions {
   now?: () => Date;
   /** How long a resolved session is reused (default 5 s; 0 disables the cache). */
   sessionCacheTtlMs?: number;
+  /** The built web console (default console/dist). */
+  consoleDir?: string;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -85,7 +88,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.header("x-request-id", request.id);
   });
 
-  app.setNotFoundHandler((_request, reply) => {
+  const webConsole = await registerConsole(app, options.consoleDir ?? DEFAULT_CONSOLE_DIR);
+  app.setNotFoundHandler((request, reply) => {
+    if (webConsole.serveFallback(request, reply)) return;
     reply.code(404).send({ error: "Not found" });
   });
 
