@@ -12,7 +12,9 @@ const outDir = path.join(consoleDir, "dist");
 const hashFile = path.join(outDir, ".source-hash");
 
 function* files(dir) {
-  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
+    a.name.localeCompare(b.name),
+  )) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
       if (entry.name !== "dist" && entry.name !== "node_modules") yield* files(full);

@@ -68,6 +68,8 @@ export async function createTestApp(
     now?: () => Date;
     /** Session cache lifetime (the app's default is 5 s). */
     sessionCacheTtlMs?: number;
+    /** The built web console to serve (default console/dist). */
+    consoleDir?: string;
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -93,6 +95,7 @@ export async function createTestApp(
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     now: options.now,
     sessionCacheTtlMs: options.sessionCacheTtlMs,
+    consoleDir: options.consoleDir,
   });
   await app.ready();
   return {

@@ -80,7 +80,8 @@ export async function api<T>(path: string, options: RequestOptions = {}): Promis
   setOnline(true);
   if (response.ok) return parsed as T;
   const errorBody = (parsed && typeof parsed === "object" ? parsed : {}) as Record<string, unknown>;
-  const message = typeof errorBody.error === "string" ? errorBody.error : `Request failed (${response.status})`;
+  const message =
+    typeof errorBody.error === "string" ? errorBody.error : `Request failed (${response.status})`;
   if (response.status === 401 && !options.allowUnauthorized) onUnauthorized();
   throw new HttpError(response.status, message, errorBody);
 }

@@ -13,15 +13,22 @@ export function shortTime(iso: string | null | undefined) {
 export const fullTime = (iso: string | null | undefined) => (iso ? fullFormat.format(new Date(iso)) : "");
 
 export function contactLabel(contact: { name: string | null; phone: string | null; wa_id: string | null }) {
-  return contact.name || (contact.phone ? `+${contact.phone}` : contact.wa_id ? `+${contact.wa_id}` : "Unknown");
+  return (
+    contact.name || (contact.phone ? `+${contact.phone}` : contact.wa_id ? `+${contact.wa_id}` : "Unknown")
+  );
 }
 
 export function initials(name: string) {
-  const parts = name.replace(/[^\p{L}\p{N} ]/gu, "").trim().split(/\s+/);
+  const parts = name
+    .replace(/[^\p{L}\p{N} ]/gu, "")
+    .trim()
+    .split(/\s+/);
   return ((parts[0]?.[0] ?? "?") + (parts.length > 1 ? (parts.at(-1)?.[0] ?? "") : "")).toUpperCase();
 }
 
-export function messagePreview(m: { type: string; text: string | null; media?: { filename?: string } | null } | null) {
+export function messagePreview(
+  m: { type: string; text: string | null; media?: { filename?: string } | null } | null,
+) {
   if (!m) return "";
   if (m.text) return m.text;
   if (m.type === "image") return "📷 Photo";

@@ -35,7 +35,8 @@ export function formErrors(error: unknown, fields: readonly string[]) {
   if (!error) return { field: undefined, name: undefined, form: undefined };
   if (error instanceof HttpError) {
     const name = error.fieldOf(fields);
-    if (name) return { field: error.message.slice(name.length).replace(/^[: ]\s*/, ""), name, form: undefined };
+    if (name)
+      return { field: error.message.slice(name.length).replace(/^[: ]\s*/, ""), name, form: undefined };
   }
   return { field: undefined, name: undefined, form: errorText(error) };
 }
@@ -74,8 +75,7 @@ export function Empty({ title, children }: { title: string; children?: ReactNode
 export function Unavailable({ what }: { what: string }) {
   return (
     <div className="notice" role="status">
-      {what} is not available on this server yet. This screen fills in by itself once the server
-      offers it.
+      {what} is not available on this server yet. This screen fills in by itself once the server offers it.
     </div>
   );
 }

@@ -10,7 +10,8 @@ export function AcceptInvitePage() {
   const client = useQueryClient();
   const [, navigate] = useLocation();
   const accept = useMutation({
-    mutationFn: () => api(`/api/invitations/${encodeURIComponent(token)}/accept`, { method: "POST", body: {} }),
+    mutationFn: () =>
+      api(`/api/invitations/${encodeURIComponent(token)}/accept`, { method: "POST", body: {} }),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: ["me"] });
       navigate("/inbox", { replace: true });
@@ -28,9 +29,16 @@ export function AcceptInvitePage() {
     <div className="auth-page">
       <main className="auth-card">
         <h1>Join your team</h1>
-        <p className="subtitle">Signed in as {me.data?.user.email}. Accept the invitation to join the account that sent it.</p>
+        <p className="subtitle">
+          Signed in as {me.data?.user.email}. Accept the invitation to join the account that sent it.
+        </p>
         <FormError error={accept.error?.message} />
-        <button type="button" className="btn btn-primary btn-block" onClick={() => accept.mutate()} disabled={accept.isPending}>
+        <button
+          type="button"
+          className="btn btn-primary btn-block"
+          onClick={() => accept.mutate()}
+          disabled={accept.isPending}
+        >
           Accept invitation
         </button>
       </main>

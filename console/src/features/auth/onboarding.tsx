@@ -38,7 +38,15 @@ export function OnboardingPage() {
           <form onSubmit={submit} className="form card">
             <h2>Create an account</h2>
             <Field label="Business name" error={errors.name ? errors.field : undefined}>
-              {(f) => <input id={f.id} value={name} onChange={(e) => setName(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+              {(f) => (
+                <input
+                  id={f.id}
+                  value={name}
+                  onChange={(e) => setName(e.target.value)}
+                  aria-invalid={f.invalid}
+                  aria-describedby={f.describedBy}
+                />
+              )}
             </Field>
             <FormError error={errors.form} />
             <button type="submit" className="btn btn-primary" disabled={create.isPending}>

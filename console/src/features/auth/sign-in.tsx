@@ -2,8 +2,8 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
 import { api } from "../../lib/api";
-import { ConnectionBanner } from "../shell/shell";
 import { Field, FormError, formErrors } from "../../lib/ui";
+import { ConnectionBanner } from "../shell/shell";
 
 /** Only paths inside the console, never another site. */
 function safeNext(search: string) {
@@ -35,8 +35,7 @@ export function SignInPage() {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const signIn = useMutation({
-    mutationFn: () =>
-      api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true }),
+    mutationFn: () => api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true }),
     onSuccess: async () => {
       await client.resetQueries();
       navigate(safeNext(search), { replace: true });
@@ -59,12 +58,30 @@ export function SignInPage() {
       <form onSubmit={submit} className="form" noValidate>
         <Field label="Email" error={errors.name === "email" ? errors.field : undefined}>
           {(f) => (
-            <input id={f.id} type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />
+            <input
+              id={f.id}
+              type="email"
+              autoComplete="email"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+              aria-invalid={f.invalid}
+              aria-describedby={f.describedBy}
+            />
           )}
         </Field>
         <Field label="Password" error={errors.name === "password" ? errors.field : undefined}>
           {(f) => (
-            <input id={f.id} type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />
+            <input
+              id={f.id}
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              aria-invalid={f.invalid}
+              aria-describedby={f.describedBy}
+            />
           )}
         </Field>
         <FormError error={errors.form} />
@@ -85,7 +102,8 @@ export function SignUpPage() {
   const [password, setPassword] = useState("");
   const [localError, setLocalError] = useState<{ field: string; text: string } | null>(null);
   const signUp = useMutation({
-    mutationFn: () => api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true }),
+    mutationFn: () =>
+      api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true }),
     onSuccess: async () => {
       await client.resetQueries();
       navigate(safeNext(search), { replace: true });
@@ -105,7 +123,8 @@ export function SignUpPage() {
     e.preventDefault();
     setLocalError(null);
     if (!name.trim()) return setLocalError({ field: "name", text: "Enter your name" });
-    if (!/^\S+@\S+\.\S+$/.test(email)) return setLocalError({ field: "email", text: "Enter a valid email address" });
+    if (!/^\S+@\S+\.\S+$/.test(email))
+      return setLocalError({ field: "email", text: "Enter a valid email address" });
     if (password.length < 8) return setLocalError({ field: "password", text: "Use at least 8 characters" });
     signUp.mutate();
   };
@@ -120,13 +139,42 @@ export function SignUpPage() {
     >
       <form onSubmit={submit} className="form" noValidate>
         <Field label="Your name" error={fieldError("name")}>
-          {(f) => <input id={f.id} autoComplete="name" value={name} onChange={(e) => setName(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          {(f) => (
+            <input
+              id={f.id}
+              autoComplete="name"
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              aria-invalid={f.invalid}
+              aria-describedby={f.describedBy}
+            />
+          )}
         </Field>
         <Field label="Email" error={fieldError("email")}>
-          {(f) => <input id={f.id} type="email" autoComplete="email" value={email} onChange={(e) => setEmail(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          {(f) => (
+            <input
+              id={f.id}
+              type="email"
+              autoComplete="email"
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+              aria-invalid={f.invalid}
+              aria-describedby={f.describedBy}
+            />
+          )}
         </Field>
         <Field label="Password" hint="At least 8 characters" error={fieldError("password")}>
-          {(f) => <input id={f.id} type="password" autoComplete="new-password" value={password} onChange={(e) => setPassword(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          {(f) => (
+            <input
+              id={f.id}
+              type="password"
+              autoComplete="new-password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              aria-invalid={f.invalid}
+              aria-describedby={f.describedBy}
+            />
+          )}
         </Field>
         <FormError error={formError} />
         <button type="submit" className="btn btn-primary btn-block" disabled={signUp.isPending}>

@@ -78,7 +78,12 @@ export function ChannelPage() {
       <section className="card" aria-labelledby="health-title">
         <div className="card-head">
           <h2 id="health-title">Health</h2>
-          <button type="button" className="btn btn-small" onClick={() => health.refetch()} disabled={health.isFetching}>
+          <button
+            type="button"
+            className="btn btn-small"
+            onClick={() => health.refetch()}
+            disabled={health.isFetching}
+          >
             {health.isFetching ? "Checking…" : "Check again"}
           </button>
         </div>
@@ -97,7 +102,8 @@ export function ChannelPage() {
             </div>
             {!h.connected ? (
               <p className="health-reason">
-                {REASONS[h.reason ?? ""] ?? "The channel does not work."} <span className="muted">{h.message}</span>
+                {REASONS[h.reason ?? ""] ?? "The channel does not work."}{" "}
+                <span className="muted">{h.message}</span>
               </p>
             ) : null}
             {h.config ? (
@@ -123,8 +129,8 @@ export function ChannelPage() {
             {h.config || h.needs_reset ? (
               <div className="danger-zone">
                 <p>
-                  Reset removes the stored configuration (and its encrypted tokens). Use it when the token can no longer
-                  be read, or to connect a different number.
+                  Reset removes the stored configuration (and its encrypted tokens). Use it when the token can
+                  no longer be read, or to connect a different number.
                 </p>
                 <button
                   type="button"
@@ -152,19 +158,75 @@ export function ChannelPage() {
         </p>
         <form className="form form-grid" onSubmit={submit} noValidate>
           <Field label="Phone number id" error={fieldError("phone_number_id")}>
-            {(f) => <input id={f.id} inputMode="numeric" value={form.phone_number_id} onChange={set("phone_number_id")} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+            {(f) => (
+              <input
+                id={f.id}
+                inputMode="numeric"
+                value={form.phone_number_id}
+                onChange={set("phone_number_id")}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <Field label="Business account id (WABA)" error={fieldError("business_account_id")}>
-            {(f) => <input id={f.id} inputMode="numeric" value={form.business_account_id} onChange={set("business_account_id")} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+            {(f) => (
+              <input
+                id={f.id}
+                inputMode="numeric"
+                value={form.business_account_id}
+                onChange={set("business_account_id")}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <Field label="Access token" error={fieldError("access_token")}>
-            {(f) => <input id={f.id} type="password" autoComplete="off" value={form.access_token} onChange={set("access_token")} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+            {(f) => (
+              <input
+                id={f.id}
+                type="password"
+                autoComplete="off"
+                value={form.access_token}
+                onChange={set("access_token")}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
-          <Field label="Webhook verify token" hint="Any secret you also enter at Meta" error={fieldError("verify_token")}>
-            {(f) => <input id={f.id} autoComplete="off" value={form.verify_token} onChange={set("verify_token")} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          <Field
+            label="Webhook verify token"
+            hint="Any secret you also enter at Meta"
+            error={fieldError("verify_token")}
+          >
+            {(f) => (
+              <input
+                id={f.id}
+                autoComplete="off"
+                value={form.verify_token}
+                onChange={set("verify_token")}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
-          <Field label="Two-step PIN" hint="6 digits; leave empty if the number is already registered" error={fieldError("pin")}>
-            {(f) => <input id={f.id} inputMode="numeric" maxLength={6} autoComplete="off" value={form.pin} onChange={set("pin")} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          <Field
+            label="Two-step PIN"
+            hint="6 digits; leave empty if the number is already registered"
+            error={fieldError("pin")}
+          >
+            {(f) => (
+              <input
+                id={f.id}
+                inputMode="numeric"
+                maxLength={6}
+                autoComplete="off"
+                value={form.pin}
+                onChange={set("pin")}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <div className="form-actions">
             <FormError error={errors.form} />

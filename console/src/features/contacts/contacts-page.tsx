@@ -28,8 +28,21 @@ export function ContactsPage() {
     <div className="page">
       <PageHeader title="Contacts" subtitle="Everyone who wrote to your number." />
       <div className="filters">
-        <input type="search" className="search" aria-label="Search contacts" placeholder="Name or phone" value={q} onChange={(e) => setQ(e.target.value)} />
-        <input className="search" aria-label="Filter by tag" placeholder="Tag" value={tag} onChange={(e) => setTag(e.target.value)} />
+        <input
+          type="search"
+          className="search"
+          aria-label="Search contacts"
+          placeholder="Name or phone"
+          value={q}
+          onChange={(e) => setQ(e.target.value)}
+        />
+        <input
+          className="search"
+          aria-label="Filter by tag"
+          placeholder="Tag"
+          value={tag}
+          onChange={(e) => setTag(e.target.value)}
+        />
       </div>
       {contacts.isPending ? (
         <Spinner />
@@ -62,7 +75,11 @@ export function ContactsPage() {
                       </span>
                     ))}
                   </td>
-                  <td>{c.conversation_id ? <Link href={`/inbox/${c.conversation_id}`}>Open conversation</Link> : null}</td>
+                  <td>
+                    {c.conversation_id ? (
+                      <Link href={`/inbox/${c.conversation_id}`}>Open conversation</Link>
+                    ) : null}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -42,7 +42,12 @@ export function FlowsPage() {
         title="Flows"
         subtitle="Chatbots that answer customers before an agent steps in."
         actions={
-          <button type="button" className="btn btn-primary" onClick={() => setCreating((c) => !c)} aria-expanded={creating}>
+          <button
+            type="button"
+            className="btn btn-primary"
+            onClick={() => setCreating((c) => !c)}
+            aria-expanded={creating}
+          >
             New flow
           </button>
         }
@@ -51,12 +56,22 @@ export function FlowsPage() {
         <section className="card" aria-labelledby="new-flow-title">
           <h2 id="new-flow-title">Start from</h2>
           <div className="template-grid">
-            <button type="button" className="template-card" onClick={() => create.mutate({ name: "Untitled flow", trigger_type: "keyword" })}>
+            <button
+              type="button"
+              className="template-card"
+              onClick={() => create.mutate({ name: "Untitled flow", trigger_type: "keyword" })}
+            >
               <strong>Blank flow</strong>
               <span>An empty canvas with a start node.</span>
             </button>
             {templates.data?.map((t) => (
-              <button key={t.slug} type="button" className="template-card" onClick={() => create.mutate({ template_slug: t.slug })} aria-label={`Use template ${t.name}`}>
+              <button
+                key={t.slug}
+                type="button"
+                className="template-card"
+                onClick={() => create.mutate({ template_slug: t.slug })}
+                aria-label={`Use template ${t.name}`}
+              >
                 <strong>{t.name}</strong>
                 <span>{t.description}</span>
               </button>
@@ -68,7 +83,9 @@ export function FlowsPage() {
       {flows.isPending ? (
         <Spinner />
       ) : !flows.data?.length ? (
-        <Empty title="No flows yet">Create one from a template to greet customers, answer FAQs or capture leads.</Empty>
+        <Empty title="No flows yet">
+          Create one from a template to greet customers, answer FAQs or capture leads.
+        </Empty>
       ) : (
         <div className="table-wrap">
           <table className="table">
@@ -93,7 +110,11 @@ export function FlowsPage() {
                     </Link>
                   </td>
                   <td>
-                    <Badge tone={f.status === "active" ? "ok" : f.status === "archived" ? "muted" : "neutral"}>{f.status}</Badge>
+                    <Badge
+                      tone={f.status === "active" ? "ok" : f.status === "archived" ? "muted" : "neutral"}
+                    >
+                      {f.status}
+                    </Badge>
                   </td>
                   <td>
                     {TRIGGERS[f.trigger_type] ?? f.trigger_type}

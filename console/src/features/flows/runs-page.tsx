@@ -6,12 +6,28 @@ import { pollInterval } from "../../lib/live";
 import type { Flow, Run, RunEvent } from "../../lib/types";
 import { Badge, Empty, PageHeader, Spinner } from "../../lib/ui";
 
-const TONE: Record<string, string> = { active: "info", completed: "ok", handed_off: "warn", timed_out: "muted", failed: "bad" };
+const TONE: Record<string, string> = {
+  active: "info",
+  completed: "ok",
+  handed_off: "warn",
+  timed_out: "muted",
+  failed: "bad",
+};
 
 function describe(e: RunEvent) {
   const p = e.payload ?? {};
   const bits: string[] = [];
-  for (const key of ["text", "reply_id", "title", "note", "reason", "error", "message"]) {
+  for (const key of [
+    "node_type",
+    "type",
+    "text",
+    "reply_id",
+    "title",
+    "note",
+    "reason",
+    "error",
+    "message",
+  ]) {
     const v = p[key];
     if (typeof v === "string" && v) bits.push(v);
   }
@@ -52,7 +68,11 @@ export function RunsPage() {
             <ul className="run-list">
               {runs.data.map((r) => (
                 <li key={r.id}>
-                  <Link href={`/flows/${id}/runs/${r.id}`} className={`run-item${r.id === runId ? " active" : ""}`} aria-current={r.id === runId ? "true" : undefined}>
+                  <Link
+                    href={`/flows/${id}/runs/${r.id}`}
+                    className={`run-item${r.id === runId ? " active" : ""}`}
+                    aria-current={r.id === runId ? "true" : undefined}
+                  >
                     <Badge tone={TONE[r.status] ?? "neutral"}>{r.status.replace("_", " ")}</Badge>
                     <span className="run-node">{r.current_node_key ?? r.end_reason ?? ""}</span>
                     <span className="muted">{shortTime(r.started_at)}</span>
@@ -70,9 +90,20 @@ export function RunsPage() {
           ) : detail.data ? (
             <>
               <h2>
-                Run <Badge tone={TONE[detail.data.run.status] ?? "neutral"}>{detail.data.run.status.replace("_", " ")}</Badge>
+                Run{" "}
+                <Badge tone={TONE[detail.data.run.status] ?? "neutral"}>
+                  {detail.data.run.status.replace("_", " ")}
+                </Badge>
               </h2>
               <dl className="facts">
+                {detail.data.run.conversation_id ? (
+                  <>
+                    <dt>Conversation</dt>
+                    <dd>
+                      <Link href={`/inbox/${detail.data.run.conversation_id}`}>Open in the inbox</Link>
+                    </dd>
+                  </>
+                ) : null}
                 <dt>Started</dt>
                 <dd>{fullTime(detail.data.run.started_at)}</dd>
                 {detail.data.run.end_reason ? (

@@ -33,7 +33,11 @@ function TemplatePicker(props: { conversationId: string; onSent: () => void }) {
     },
   });
   if (templates.data === null) {
-    return <p className="composer-closed">The 24-hour window is closed: only templates can be sent, and this server has no templates yet.</p>;
+    return (
+      <p className="composer-closed">
+        The 24-hour window is closed: only templates can be sent, and this server has no templates yet.
+      </p>
+    );
   }
   return (
     <form
@@ -69,7 +73,9 @@ function TemplatePicker(props: { conversationId: string; onSent: () => void }) {
         </button>
       </div>
       {template ? (
-        <p className="template-preview">{template.components.find((c) => c.type.toUpperCase() === "BODY")?.text}</p>
+        <p className="template-preview">
+          {template.components.find((c) => c.type.toUpperCase() === "BODY")?.text}
+        </p>
       ) : null}
       <FormError error={send.error?.message} />
     </form>
@@ -88,7 +94,9 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
 
   const shortcut = mode === "reply" && /^\/[a-z0-9_-]*$/.test(text) ? text.slice(1) : null;
   const suggestions =
-    shortcut !== null && canned.data ? canned.data.filter((c) => c.shortcut.startsWith(shortcut)).slice(0, 6) : [];
+    shortcut !== null && canned.data
+      ? canned.data.filter((c) => c.shortcut.startsWith(shortcut)).slice(0, 6)
+      : [];
 
   const send = useMutation({
     mutationFn: (body: string) =>
@@ -157,19 +165,36 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
   const error = send.error ?? upload.error;
   return (
     <form className={`composer${mode === "note" ? " composer-note" : ""}`} onSubmit={submit}>
-      <div className="composer-modes" role="group" aria-label="Message kind">
-        <button type="button" className={`tab${mode === "reply" ? " active" : ""}`} aria-pressed={mode === "reply"} onClick={() => setMode("reply")} disabled={!props.windowOpen}>
+      <fieldset className="composer-modes">
+        <legend className="sr-only">Message kind</legend>
+        <button
+          type="button"
+          className={`tab${mode === "reply" ? " active" : ""}`}
+          aria-pressed={mode === "reply"}
+          onClick={() => setMode("reply")}
+          disabled={!props.windowOpen}
+        >
           Reply
         </button>
-        <button type="button" className={`tab${mode === "note" ? " active" : ""}`} aria-pressed={mode === "note"} onClick={() => setMode("note")} disabled={notesMissing}>
+        <button
+          type="button"
+          className={`tab${mode === "note" ? " active" : ""}`}
+          aria-pressed={mode === "note"}
+          onClick={() => setMode("note")}
+          disabled={notesMissing}
+        >
           Internal note
         </button>
-      </div>
+      </fieldset>
       {suggestions.length ? (
-        <ul className="suggestions" id={suggestionsId} role="listbox" aria-label="Canned responses">
+        <ul className="suggestions" id={suggestionsId} aria-label="Canned responses">
           {suggestions.map((c, i) => (
-            <li key={c.id} role="option" aria-selected={i === highlight}>
-              <button type="button" onClick={() => insert(c.text)} className={i === highlight ? "active" : ""}>
+            <li key={c.id}>
+              <button
+                type="button"
+                onClick={() => insert(c.text)}
+                className={i === highlight ? "active" : ""}
+              >
                 <strong>/{c.shortcut}</strong> <span>{c.text}</span>
               </button>
             </li>
@@ -191,14 +216,26 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
                 e.target.value = "";
               }}
             />
-            <button type="button" className="icon-btn" aria-label="Attach a file" onClick={() => fileRef.current?.click()} disabled={mediaMissing || upload.isPending}>
+            <button
+              type="button"
+              className="icon-btn"
+              aria-label="Attach a file"
+              onClick={() => fileRef.current?.click()}
+              disabled={mediaMissing || upload.isPending}
+            >
               📎
             </button>
           </>
         ) : null}
         <textarea
           aria-label={mode === "note" ? "Internal note" : "Message"}
-          placeholder={mode === "note" ? "Only your team sees notes" : canned.data ? "Type a message, / for canned responses" : "Type a message"}
+          placeholder={
+            mode === "note"
+              ? "Only your team sees notes"
+              : canned.data
+                ? "Type a message, / for canned responses"
+                : "Type a message"
+          }
           rows={2}
           value={text}
           onChange={(e) => {
@@ -206,15 +243,22 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
             setHighlight(0);
           }}
           onKeyDown={onKeyDown}
-          aria-autocomplete={canned.data ? "list" : undefined}
           aria-controls={suggestions.length ? suggestionsId : undefined}
         />
         <button type="submit" className="btn btn-primary" disabled={send.isPending || !text.trim()}>
           {mode === "note" ? "Add note" : "Send"}
         </button>
       </div>
-      {upload.isPending ? <p className="muted" role="status">Uploading…</p> : null}
-      <FormError error={error ? (isMissingRoute(error) ? "This server cannot do that yet." : error.message) : undefined} />
+      {upload.isPending ? (
+        <p className="muted" role="status">
+          Uploading…
+        </p>
+      ) : null}
+      <FormError
+        error={
+          error ? (isMissingRoute(error) ? "This server cannot do that yet." : error.message) : undefined
+        }
+      />
     </form>
   );
 }

@@ -5,12 +5,18 @@ import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
 import { FormError } from "../../lib/ui";
 
-export function ContactPanel(props: { contact: Contact; conversation: Conversation; open: boolean; onClose: () => void }) {
+export function ContactPanel(props: {
+  contact: Contact;
+  conversation: Conversation;
+  open: boolean;
+  onClose: () => void;
+}) {
   const client = useQueryClient();
   const [tag, setTag] = useState("");
   const [missing, setMissing] = useState(false);
   const saveTags = useMutation({
-    mutationFn: (tags: string[]) => api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: { tags } }),
+    mutationFn: (tags: string[]) =>
+      api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: { tags } }),
     onSuccess: () => {
       setTag("");
       void client.invalidateQueries({ queryKey: ["conversations"] });
@@ -30,7 +36,12 @@ export function ContactPanel(props: { contact: Contact; conversation: Conversati
     <aside id="contact-panel" className={`contact-panel${props.open ? " open" : ""}`} aria-label="Contact">
       <div className="contact-panel-head">
         <h2>{contactLabel(props.contact)}</h2>
-        <button type="button" className="icon-btn panel-close" aria-label="Close contact panel" onClick={props.onClose}>
+        <button
+          type="button"
+          className="icon-btn panel-close"
+          aria-label="Close contact panel"
+          onClick={props.onClose}
+        >
           ×
         </button>
       </div>
@@ -49,7 +60,12 @@ export function ContactPanel(props: { contact: Contact; conversation: Conversati
           <li key={t} className="tag">
             {t}
             {!missing ? (
-              <button type="button" className="tag-remove" aria-label={`Remove tag ${t}`} onClick={() => saveTags.mutate(tags.filter((x) => x !== t))}>
+              <button
+                type="button"
+                className="tag-remove"
+                aria-label={`Remove tag ${t}`}
+                onClick={() => saveTags.mutate(tags.filter((x) => x !== t))}
+              >
                 ×
               </button>
             ) : null}
@@ -60,7 +76,12 @@ export function ContactPanel(props: { contact: Contact; conversation: Conversati
         <p className="muted">Editing contacts is not available on this server yet.</p>
       ) : (
         <form className="inline-form" onSubmit={add}>
-          <input aria-label="New tag" placeholder="Add a tag" value={tag} onChange={(e) => setTag(e.target.value)} />
+          <input
+            aria-label="New tag"
+            placeholder="Add a tag"
+            value={tag}
+            onChange={(e) => setTag(e.target.value)}
+          />
           <button type="submit" className="btn btn-small">
             Add
           </button>

@@ -25,7 +25,9 @@ export function useConversations(filters: ConversationFilters) {
       if (filters.status !== "all") params.set("status", filters.status);
       if (filters.assigned !== "all") params.set("assigned_to", filters.assigned);
       if (filters.q.trim()) params.set("q", filters.q.trim());
-      return api<{ conversations: Conversation[]; next_cursor: string | null }>(`/api/conversations?${params}`);
+      return api<{ conversations: Conversation[]; next_cursor: string | null }>(
+        `/api/conversations?${params}`,
+      );
     },
     refetchInterval: pollInterval,
     placeholderData: (previous) => previous,

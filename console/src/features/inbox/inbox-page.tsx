@@ -70,7 +70,8 @@ export function InboxPage() {
             value={filters.q}
             onChange={(e) => setFilters((f) => ({ ...f, q: e.target.value }))}
           />
-          <div className="tabs" role="group" aria-label="Status filter">
+          <fieldset className="tabs">
+            <legend className="sr-only">Status filter</legend>
             {STATUS_TABS.map((tab) => {
               const count = tab.value === "all" ? undefined : counts.data?.[tab.value];
               return (
@@ -86,12 +87,14 @@ export function InboxPage() {
                 </button>
               );
             })}
-          </div>
+          </fieldset>
           <label className="inline-select">
             <span>Assigned</span>
             <select
               value={filters.assigned}
-              onChange={(e) => setFilters((f) => ({ ...f, assigned: e.target.value as ConversationFilters["assigned"] }))}
+              onChange={(e) =>
+                setFilters((f) => ({ ...f, assigned: e.target.value as ConversationFilters["assigned"] }))
+              }
             >
               <option value="all">Anyone{counts.data ? "" : ""}</option>
               <option value="me">Me{counts.data ? ` (${counts.data.mine})` : ""}</option>

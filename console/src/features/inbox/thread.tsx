@@ -14,8 +14,23 @@ const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
 
 function Ticks({ status }: { status: string }) {
   const label =
-    status === "read" ? "Read" : status === "delivered" ? "Delivered" : status === "sent" ? "Sent" : status === "failed" ? "Not delivered" : "Sending";
-  const glyph = status === "read" || status === "delivered" ? "✓✓" : status === "sent" ? "✓" : status === "failed" ? "!" : "◷";
+    status === "read"
+      ? "Read"
+      : status === "delivered"
+        ? "Delivered"
+        : status === "sent"
+          ? "Sent"
+          : status === "failed"
+            ? "Not delivered"
+            : "Sending";
+  const glyph =
+    status === "read" || status === "delivered"
+      ? "✓✓"
+      : status === "sent"
+        ? "✓"
+        : status === "failed"
+          ? "!"
+          : "◷";
   return (
     <span className={`ticks ticks-${status}`} role="img" aria-label={label} title={label}>
       {glyph}
@@ -27,17 +42,38 @@ function MediaPreview({ m }: { m: Message }) {
   const media = m.media;
   if (!media) return null;
   const url = media.url;
-  if (media.status === "failed") return <p className="media-missing">The attachment could not be downloaded.</p>;
-  if (!url) return <p className="media-missing">{media.status === "pending" ? "Downloading attachment…" : `${m.type} attachment`}</p>;
+  if (media.status === "failed")
+    return <p className="media-missing">The attachment could not be downloaded.</p>;
+  if (!url)
+    return (
+      <p className="media-missing">
+        {media.status === "pending" ? "Downloading attachment…" : `${m.type} attachment`}
+      </p>
+    );
   if (m.type === "image" || m.type === "sticker") {
     return (
       <a href={url} target="_blank" rel="noreferrer" className="media-link">
-        <img src={url} alt={media.caption || "Image from the conversation"} className="media-image" loading="lazy" />
+        <img
+          src={url}
+          alt={media.caption || "Image from the conversation"}
+          className="media-image"
+          loading="lazy"
+        />
       </a>
     );
   }
-  if (m.type === "video") return <video src={url} controls className="media-image" aria-label="Video" />;
-  if (m.type === "audio") return <audio src={url} controls aria-label="Audio message" />;
+  if (m.type === "video")
+    return (
+      <video src={url} controls className="media-image" aria-label="Video">
+        <track kind="captions" />
+      </video>
+    );
+  if (m.type === "audio")
+    return (
+      <audio src={url} controls aria-label="Audio message">
+        <track kind="captions" />
+      </audio>
+    );
   return (
     <a href={url} className="media-doc" download={media.filename ?? true}>
       📄 {media.filename ?? "Document"}
@@ -45,7 +81,11 @@ function MediaPreview({ m }: { m: Message }) {
   );
 }
 
-function Bubble(props: { m: Message; onReact: (m: Message, emoji: string) => void; myId: string | undefined }) {
+function Bubble(props: {
+  m: Message;
+  onReact: (m: Message, emoji: string) => void;
+  myId: string | undefined;
+}) {
   const { m } = props;
   const [picking, setPicking] = useState(false);
   const mine = m.reactions?.find((r) => r.actor_type === "agent" && r.actor_id === props.myId)?.emoji;
@@ -65,7 +105,9 @@ function Bubble(props: { m: Message; onReact: (m: Message, emoji: string) => voi
   for (const r of m.reactions ?? []) grouped.set(r.emoji, (grouped.get(r.emoji) ?? 0) + 1);
   return (
     <li className={`bubble-row ${outbound ? "out" : "in"}`} data-message-id={m.id}>
-      <div className={`bubble ${outbound ? "out" : "in"}${m.sender_type === "bot" ? " bot" : ""}${m.status === "failed" ? " failed" : ""}`}>
+      <div
+        className={`bubble ${outbound ? "out" : "in"}${m.sender_type === "bot" ? " bot" : ""}${m.status === "failed" ? " failed" : ""}`}
+      >
         {m.sender_type === "bot" ? <span className="bot-label">Bot</span> : null}
         {m.type === "template" ? <span className="bot-label">Template</span> : null}
         <MediaPreview m={m} />
@@ -79,14 +121,14 @@ function Bubble(props: { m: Message; onReact: (m: Message, emoji: string) => voi
           {outbound ? <Ticks status={m.status} /> : null}
         </span>
         {grouped.size ? (
-          <span className="reactions" aria-label="Reactions">
+          <ul className="reactions" aria-label="Reactions">
             {[...grouped].map(([emoji, count]) => (
-              <span key={emoji} className="reaction">
+              <li key={emoji} className="reaction">
                 {emoji}
                 {count > 1 ? count : ""}
-              </span>
+              </li>
             ))}
-          </span>
+          </ul>
         ) : null}
       </div>
       {m.message_id ? (
@@ -101,7 +143,8 @@ function Bubble(props: { m: Message; onReact: (m: Message, emoji: string) => voi
             ☺
           </button>
           {picking ? (
-            <div className="emoji-picker" role="group" aria-label="Choose a reaction">
+            <fieldset className="emoji-picker">
+              <legend className="sr-only">Choose a reaction</legend>
               {QUICK_EMOJI.map((emoji) => (
                 <button
                   key={emoji}
@@ -116,7 +159,7 @@ function Bubble(props: { m: Message; onReact: (m: Message, emoji: string) => voi
                   {emoji}
                 </button>
               ))}
-            </div>
+            </fieldset>
           ) : null}
         </div>
       ) : null}
@@ -174,9 +217,10 @@ export function Thread(props: { conversationId: string; conversation: Conversati
   }, [unread, readSupported, marking, markReadNow]);
 
   const name = conversation ? contactLabel(conversation.contact) : "Conversation";
-  const windowOpen = conversation?.window_expires_at === undefined
-    ? true
-    : conversation.window_expires_at !== null && new Date(conversation.window_expires_at) > new Date();
+  const windowOpen =
+    conversation?.window_expires_at === undefined
+      ? true
+      : conversation.window_expires_at !== null && new Date(conversation.window_expires_at) > new Date();
 
   return (
     <>
@@ -187,7 +231,9 @@ export function Thread(props: { conversationId: string; conversation: Conversati
           </Link>
           <div className="thread-title">
             <h2>{name}</h2>
-            {conversation?.contact.phone ? <span className="muted">+{conversation.contact.phone}</span> : null}
+            {conversation?.contact.phone ? (
+              <span className="muted">+{conversation.contact.phone}</span>
+            ) : null}
           </div>
           <div className="thread-actions">
             <label className="inline-select">
@@ -218,7 +264,12 @@ export function Thread(props: { conversationId: string; conversation: Conversati
               </select>
             </label>
             {readSupported ? (
-              <button type="button" className="btn btn-small" onClick={() => markRead.mutate()} disabled={markRead.isPending}>
+              <button
+                type="button"
+                className="btn btn-small"
+                onClick={() => markRead.mutate()}
+                disabled={markRead.isPending}
+              >
                 Mark read
               </button>
             ) : null}
@@ -233,7 +284,9 @@ export function Thread(props: { conversationId: string; conversation: Conversati
             </button>
           </div>
         </header>
-        <FormError error={patch.error ? `Could not update the conversation: ${patch.error.message}` : undefined} />
+        <FormError
+          error={patch.error ? `Could not update the conversation: ${patch.error.message}` : undefined}
+        />
         <FormError error={react.error ? `Reaction failed: ${react.error.message}` : undefined} />
         {conversation?.handoff_note ? (
           <p className="handoff-note">
@@ -243,9 +296,14 @@ export function Thread(props: { conversationId: string; conversation: Conversati
         {messages.isPending ? (
           <Spinner />
         ) : (
-          <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite" tabIndex={0}>
+          <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite">
             {messages.data?.map((m) => (
-              <Bubble key={m.id} m={m} myId={me.data?.user.id} onReact={(msg, emoji) => react.mutate({ m: msg, emoji })} />
+              <Bubble
+                key={m.id}
+                m={m}
+                myId={me.data?.user.id}
+                onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
+              />
             ))}
           </ol>
         )}

@@ -46,13 +46,37 @@ export function ApiKeysSettings() {
     <div className="settings-section">
       <section className="card">
         <h2>New API key</h2>
-        <p className="muted">A key acts for this account with member rights. Send it as <code>Authorization: Bearer</code> or <code>X-API-Key</code>.</p>
+        <p className="muted">
+          A key acts for this account with member rights. Send it as <code>Authorization: Bearer</code> or{" "}
+          <code>X-API-Key</code>.
+        </p>
         <form className="form form-grid" onSubmit={submit} noValidate>
           <Field label="Name" error={errors.name === "name" ? errors.field : undefined}>
-            {(f) => <input id={f.id} value={name} onChange={(e) => setName(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+            {(f) => (
+              <input
+                id={f.id}
+                value={name}
+                onChange={(e) => setName(e.target.value)}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
-          <Field label="Expires after (days)" hint="Empty: never" error={errors.name === "expires_in_days" ? errors.field : undefined}>
-            {(f) => <input id={f.id} inputMode="numeric" value={days} onChange={(e) => setDays(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          <Field
+            label="Expires after (days)"
+            hint="Empty: never"
+            error={errors.name === "expires_in_days" ? errors.field : undefined}
+          >
+            {(f) => (
+              <input
+                id={f.id}
+                inputMode="numeric"
+                value={days}
+                onChange={(e) => setDays(e.target.value)}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <div className="form-actions">
             <FormError error={errors.form} />
@@ -64,7 +88,12 @@ export function ApiKeysSettings() {
         {create.data ? (
           <div className="secret-box" role="status">
             <p>Copy the key now: it is not shown again.</p>
-            <input readOnly aria-label="New API key" value={create.data.key} onFocus={(e) => e.target.select()} />
+            <input
+              readOnly
+              aria-label="New API key"
+              value={create.data.key}
+              onFocus={(e) => e.target.select()}
+            />
           </div>
         ) : null}
       </section>
@@ -79,11 +108,17 @@ export function ApiKeysSettings() {
                 <div>
                   <strong>{k.name}</strong> <code>{k.prefix}…</code>
                   <p className="muted">
-                    Created {shortTime(k.created_at)} · {k.expires_at ? `expires ${fullTime(k.expires_at)}` : "never expires"} ·{" "}
+                    Created {shortTime(k.created_at)} ·{" "}
+                    {k.expires_at ? `expires ${fullTime(k.expires_at)}` : "never expires"} ·{" "}
                     {k.last_used_at ? `last used ${shortTime(k.last_used_at)}` : "never used"}
                   </p>
                 </div>
-                <button type="button" className="btn btn-small btn-danger" onClick={() => revoke.mutate(k.id)} aria-label={`Revoke ${k.name}`}>
+                <button
+                  type="button"
+                  className="btn btn-small btn-danger"
+                  onClick={() => revoke.mutate(k.id)}
+                  aria-label={`Revoke ${k.name}`}
+                >
                   Revoke
                 </button>
               </li>

@@ -40,11 +40,32 @@ export function CannedSettings() {
       <section className="card">
         <h2>{editing ? `Edit /${editing.shortcut}` : "New canned response"}</h2>
         <form className="form" onSubmit={submit} noValidate>
-          <Field label="Shortcut" hint="Type /shortcut in the composer; a-z, 0-9, _ and -" error={conflict ? save.error?.message : errors.name === "shortcut" ? errors.field : undefined}>
-            {(f) => <input id={f.id} value={shortcut} onChange={(e) => setShortcut(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          <Field
+            label="Shortcut"
+            hint="Type /shortcut in the composer; a-z, 0-9, _ and -"
+            error={conflict ? save.error?.message : errors.name === "shortcut" ? errors.field : undefined}
+          >
+            {(f) => (
+              <input
+                id={f.id}
+                value={shortcut}
+                onChange={(e) => setShortcut(e.target.value)}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <Field label="Text" error={errors.name === "text" ? errors.field : undefined}>
-            {(f) => <textarea id={f.id} rows={3} value={text} onChange={(e) => setText(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+            {(f) => (
+              <textarea
+                id={f.id}
+                rows={3}
+                value={text}
+                onChange={(e) => setText(e.target.value)}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <FormError error={conflict ? undefined : errors.form} />
           <div className="form-actions-row">
@@ -52,7 +73,15 @@ export function CannedSettings() {
               {editing ? "Save" : "Add"}
             </button>
             {editing ? (
-              <button type="button" className="btn" onClick={() => { setEditing(null); setShortcut(""); setText(""); }}>
+              <button
+                type="button"
+                className="btn"
+                onClick={() => {
+                  setEditing(null);
+                  setShortcut("");
+                  setText("");
+                }}
+              >
                 Cancel
               </button>
             ) : null}
@@ -72,10 +101,24 @@ export function CannedSettings() {
                   <p className="muted clip">{c.text}</p>
                 </div>
                 <div className="row-actions">
-                  <button type="button" className="btn btn-small" onClick={() => { setEditing(c); setShortcut(c.shortcut); setText(c.text); }} aria-label={`Edit /${c.shortcut}`}>
+                  <button
+                    type="button"
+                    className="btn btn-small"
+                    onClick={() => {
+                      setEditing(c);
+                      setShortcut(c.shortcut);
+                      setText(c.text);
+                    }}
+                    aria-label={`Edit /${c.shortcut}`}
+                  >
                     Edit
                   </button>
-                  <button type="button" className="btn btn-small btn-danger" onClick={() => remove.mutate(c.id)} aria-label={`Delete /${c.shortcut}`}>
+                  <button
+                    type="button"
+                    className="btn btn-small btn-danger"
+                    onClick={() => remove.mutate(c.id)}
+                    aria-label={`Delete /${c.shortcut}`}
+                  >
                     Delete
                   </button>
                 </div>

@@ -25,7 +25,12 @@ export function SettingsPage() {
       <PageHeader title="Settings" />
       <nav className="settings-tabs" aria-label="Settings sections">
         {visible.map((t) => (
-          <Link key={t.id} href={`/settings/${t.id}`} className={`tab${t.id === current?.id ? " active" : ""}`} aria-current={t.id === current?.id ? "page" : undefined}>
+          <Link
+            key={t.id}
+            href={`/settings/${t.id}`}
+            className={`tab${t.id === current?.id ? " active" : ""}`}
+            aria-current={t.id === current?.id ? "page" : undefined}
+          >
             {t.label}
           </Link>
         ))}

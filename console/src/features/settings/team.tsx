@@ -1,7 +1,7 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { fullTime } from "../../lib/format";
 import { api } from "../../lib/api";
+import { fullTime } from "../../lib/format";
 import { useIsOwner, useMe } from "../../lib/session";
 import { Badge, Field, FormError, formErrors } from "../../lib/ui";
 import { useMembers } from "../inbox/inbox-api";
@@ -41,8 +41,21 @@ export function TeamSettings() {
         <section className="card" aria-labelledby="invite-title">
           <h2 id="invite-title">Invite a teammate</h2>
           <form className="form inline-form-wide" onSubmit={submit} noValidate>
-            <Field label="Their email" hint="Only this person can accept the invitation" error={errors.name ? errors.field : undefined}>
-              {(f) => <input id={f.id} type="email" value={email} onChange={(e) => setEmail(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+            <Field
+              label="Their email"
+              hint="Only this person can accept the invitation"
+              error={errors.name ? errors.field : undefined}
+            >
+              {(f) => (
+                <input
+                  id={f.id}
+                  type="email"
+                  value={email}
+                  onChange={(e) => setEmail(e.target.value)}
+                  aria-invalid={f.invalid}
+                  aria-describedby={f.describedBy}
+                />
+              )}
             </Field>
             <button type="submit" className="btn btn-primary" disabled={invite.isPending}>
               Create invitation
@@ -51,7 +64,10 @@ export function TeamSettings() {
           <FormError error={errors.form} />
           {link ? (
             <div className="secret-box" role="status">
-              <p>Send this link to your teammate. It works until {fullTime(invite.data?.invitation.expires_at)}.</p>
+              <p>
+                Send this link to your teammate. It works until {fullTime(invite.data?.invitation.expires_at)}
+                .
+              </p>
               <input readOnly aria-label="Invitation link" value={link} onFocus={(e) => e.target.select()} />
             </div>
           ) : null}

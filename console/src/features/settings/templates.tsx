@@ -20,14 +20,32 @@ export function TemplateSettings() {
     <section className="card">
       <div className="card-head">
         <h2>Message templates</h2>
-        <button type="button" className="btn btn-small" onClick={() => sync.mutate()} disabled={sync.isPending}>
+        <button
+          type="button"
+          className="btn btn-small"
+          onClick={() => sync.mutate()}
+          disabled={sync.isPending}
+        >
           {sync.isPending ? "Syncing…" : "Sync from Meta"}
         </button>
       </div>
-      <p className="muted">Approved templates are the only messages WhatsApp lets you send after 24 hours of silence.</p>
-      {sync.data ? <p className="form-notice" role="status">Synced {sync.data.synced} templates.</p> : null}
+      <p className="muted">
+        Approved templates are the only messages WhatsApp lets you send after 24 hours of silence.
+      </p>
+      {sync.data ? (
+        <p className="form-notice" role="status">
+          Synced {sync.data.synced} templates.
+        </p>
+      ) : null}
       <FormError error={sync.error?.message} />
-      <input type="search" className="search" aria-label="Filter templates" placeholder="Filter by name" value={q} onChange={(e) => setQ(e.target.value)} />
+      <input
+        type="search"
+        className="search"
+        aria-label="Filter templates"
+        placeholder="Filter by name"
+        value={q}
+        onChange={(e) => setQ(e.target.value)}
+      />
       {list.length === 0 ? (
         <Empty title="No templates">Sync to fetch your business account's templates from Meta.</Empty>
       ) : (
@@ -50,7 +68,11 @@ export function TemplateSettings() {
                   <td>{t.language}</td>
                   <td>{t.category}</td>
                   <td>
-                    <Badge tone={t.status === "APPROVED" ? "ok" : t.status === "REJECTED" ? "bad" : "neutral"}>{t.status}</Badge>
+                    <Badge
+                      tone={t.status === "APPROVED" ? "ok" : t.status === "REJECTED" ? "bad" : "neutral"}
+                    >
+                      {t.status}
+                    </Badge>
                   </td>
                   <td className="clip">{t.components.find((c) => c.type.toUpperCase() === "BODY")?.text}</td>
                   <td>{shortTime(t.updated_at)}</td>

@@ -5,12 +5,22 @@ import { shortTime } from "../../lib/format";
 import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
 import { Badge, Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
 
-const EVENT_TYPES = ["message.received", "message.sent", "message.status", "reaction.updated", "conversation.updated", "flow_run.updated"];
+const EVENT_TYPES = [
+  "message.received",
+  "message.sent",
+  "message.status",
+  "reaction.updated",
+  "conversation.updated",
+  "flow_run.updated",
+];
 
 function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
   const deliveries = useQuery({
     queryKey: ["webhook-deliveries", endpoint.id],
-    queryFn: () => api<{ deliveries: WebhookDelivery[] }>(`/api/webhook-endpoints/${endpoint.id}/deliveries`).then((r) => r.deliveries),
+    queryFn: () =>
+      api<{ deliveries: WebhookDelivery[] }>(`/api/webhook-endpoints/${endpoint.id}/deliveries`).then(
+        (r) => r.deliveries,
+      ),
   });
   if (deliveries.isPending) return <Spinner />;
   if (!deliveries.data?.length) return <p className="muted">No deliveries yet.</p>;
@@ -18,7 +28,9 @@ function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
     <ul className="delivery-list" aria-label={`Deliveries to ${endpoint.url}`}>
       {deliveries.data.map((d) => (
         <li key={d.id}>
-          <Badge tone={d.status === "delivered" ? "ok" : d.status === "failed" ? "bad" : "neutral"}>{d.status}</Badge>
+          <Badge tone={d.status === "delivered" ? "ok" : d.status === "failed" ? "bad" : "neutral"}>
+            {d.status}
+          </Badge>
           <span>{d.event_type}</span>
           <span className="muted">{d.response_status ? `HTTP ${d.response_status}` : ""}</span>
           <span className="muted">{shortTime(d.created_at)}</span>
@@ -46,14 +58,16 @@ export function WebhookSettings() {
   const [open, setOpen] = useState<string | null>(null);
   const refresh = () => void client.invalidateQueries({ queryKey: ["webhook-endpoints"] });
   const create = useMutation({
-    mutationFn: () => api<{ endpoint: WebhookEndpoint; secret: string }>("/api/webhook-endpoints", { body: { url, events } }),
+    mutationFn: () =>
+      api<{ endpoint: WebhookEndpoint; secret: string }>("/api/webhook-endpoints", { body: { url, events } }),
     onSuccess: () => {
       setUrl("");
       refresh();
     },
   });
   const toggle = useMutation({
-    mutationFn: (e: WebhookEndpoint) => api(`/api/webhook-endpoints/${e.id}`, { method: "PATCH", body: { enabled: !e.enabled } }),
+    mutationFn: (e: WebhookEndpoint) =>
+      api(`/api/webhook-endpoints/${e.id}`, { method: "PATCH", body: { enabled: !e.enabled } }),
     onSuccess: refresh,
   });
   const remove = useMutation({
@@ -77,13 +91,31 @@ export function WebhookSettings() {
       <section className="card">
         <h2>New endpoint</h2>
         <form className="form" onSubmit={submit} noValidate>
-          <Field label="URL" hint="https, reachable from this server" error={errors.name === "url" ? errors.field : undefined}>
-            {(f) => <input id={f.id} type="url" value={url} onChange={(e) => setUrl(e.target.value)} aria-invalid={f.invalid} aria-describedby={f.describedBy} />}
+          <Field
+            label="URL"
+            hint="https, reachable from this server"
+            error={errors.name === "url" ? errors.field : undefined}
+          >
+            {(f) => (
+              <input
+                id={f.id}
+                type="url"
+                value={url}
+                onChange={(e) => setUrl(e.target.value)}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
           </Field>
           <fieldset className="checks">
             <legend>Events</legend>
             <label>
-              <input type="checkbox" checked={all} onChange={(e) => setEvents(e.target.checked ? ["*"] : [])} /> All events
+              <input
+                type="checkbox"
+                checked={all}
+                onChange={(e) => setEvents(e.target.checked ? ["*"] : [])}
+              />{" "}
+              All events
             </label>
             {EVENT_TYPES.map((t) => (
               <label key={t}>
@@ -91,7 +123,9 @@ export function WebhookSettings() {
                   type="checkbox"
                   disabled={all}
                   checked={all || events.includes(t)}
-                  onChange={(e) => setEvents((list) => (e.target.checked ? [...list, t] : list.filter((x) => x !== t)))}
+                  onChange={(e) =>
+                    setEvents((list) => (e.target.checked ? [...list, t] : list.filter((x) => x !== t)))
+                  }
                 />{" "}
                 {t}
               </label>
@@ -106,7 +140,12 @@ export function WebhookSettings() {
         {create.data ? (
           <div className="secret-box" role="status">
             <p>The signing secret, shown once:</p>
-            <input readOnly aria-label="Signing secret" value={create.data.secret} onFocus={(e) => e.target.select()} />
+            <input
+              readOnly
+              aria-label="Signing secret"
+              value={create.data.secret}
+              onFocus={(e) => e.target.select()}
+            />
           </div>
         ) : null}
       </section>
@@ -125,7 +164,12 @@ export function WebhookSettings() {
                   </div>
                   <Badge tone={e.enabled ? "ok" : "muted"}>{e.enabled ? "enabled" : "disabled"}</Badge>
                   <div className="row-actions">
-                    <button type="button" className="btn btn-small" onClick={() => setOpen(open === e.id ? null : e.id)} aria-expanded={open === e.id}>
+                    <button
+                      type="button"
+                      className="btn btn-small"
+                      onClick={() => setOpen(open === e.id ? null : e.id)}
+                      aria-expanded={open === e.id}
+                    >
                       Deliveries
                     </button>
                     <button type="button" className="btn btn-small" onClick={() => test.mutate(e.id)}>
@@ -134,7 +178,12 @@ export function WebhookSettings() {
                     <button type="button" className="btn btn-small" onClick={() => toggle.mutate(e)}>
                       {e.enabled ? "Disable" : "Enable"}
                     </button>
-                    <button type="button" className="btn btn-small btn-danger" onClick={() => remove.mutate(e.id)} aria-label={`Delete ${e.url}`}>
+                    <button
+                      type="button"
+                      className="btn btn-small btn-danger"
+                      onClick={() => remove.mutate(e.id)}
+                      aria-label={`Delete ${e.url}`}
+                    >
                       Delete
                     </button>
                   </div>

@@ -11,7 +11,11 @@ const NAV = [
   { href: "/contacts", label: "Contacts", icon: "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zm-7 8a7 7 0 0 1 14 0z" },
   { href: "/flows", label: "Flows", icon: "M5 5h5v5H5zM14 14h5v5h-5zM7.5 10v4.5H14" },
   { href: "/channel", label: "Channel", icon: "M6 3h12v18H6zM10 18h4" },
-  { href: "/settings", label: "Settings", icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM3 12h2M19 12h2M12 3v2M12 19v2" },
+  {
+    href: "/settings",
+    label: "Settings",
+    icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM3 12h2M19 12h2M12 3v2M12 19v2",
+  },
 ];
 
 function Icon({ d }: { d: string }) {
@@ -59,7 +63,11 @@ export function Shell({ children }: { children: ReactNode }) {
             const active = location === item.href || location.startsWith(`${item.href}/`);
             return (
               <li key={item.href}>
-                <Link href={item.href} className={active ? "nav-link active" : "nav-link"} aria-current={active ? "page" : undefined}>
+                <Link
+                  href={item.href}
+                  className={active ? "nav-link active" : "nav-link"}
+                  aria-current={active ? "page" : undefined}
+                >
                   <Icon d={item.icon} />
                   <span>{item.label}</span>
                 </Link>
@@ -73,7 +81,10 @@ export function Shell({ children }: { children: ReactNode }) {
             <span className="whoami-account">
               {me.data?.account?.name} · {me.data?.profile.role}
             </span>
-            <span className={`live-dot live-${live}`} title={live === "stream" ? "Live" : live === "polling" ? "Live (polling)" : "Connecting"}>
+            <span
+              className={`live-dot live-${live}`}
+              title={live === "stream" ? "Live" : live === "polling" ? "Live (polling)" : "Connecting"}
+            >
               {live === "stream" ? "Live" : live === "polling" ? "Live (polling)" : "Connecting"}
             </span>
           </div>

@@ -16,7 +16,15 @@ import { api, HttpError } from "../../../lib/api";
 import type { Flow, FlowNode, Issue, NodeType, TriggerType } from "../../../lib/types";
 import { Badge, FormError, Spinner } from "../../../lib/ui";
 import { useMembers } from "../../inbox/inbox-api";
-import { DEFAULT_CONFIGS, freshKey, issuesByNode, NODE_LABELS, outputsOf, removeNode, renameNode } from "./graph";
+import {
+  DEFAULT_CONFIGS,
+  freshKey,
+  issuesByNode,
+  NODE_LABELS,
+  outputsOf,
+  removeNode,
+  renameNode,
+} from "./graph";
 import { Inspector } from "./inspector";
 import { type CanvasNode, nodeTypes } from "./nodes";
 
@@ -157,7 +165,11 @@ export default function FlowEditorPage() {
     onSuccess: (result) => {
       setStatus(result.flow.status);
       setIssues(result.issues ?? []);
-      setMessage(result.flow.status === "active" ? "Active: customers can trigger this flow now" : `Status: ${result.flow.status}`);
+      setMessage(
+        result.flow.status === "active"
+          ? "Active: customers can trigger this flow now"
+          : `Status: ${result.flow.status}`,
+      );
       void client.invalidateQueries({ queryKey: ["flows"] });
     },
     onError: (error) => {
@@ -207,12 +219,21 @@ export default function FlowEditorPage() {
         if (c.type === "position" && c.position) {
           const { x, y } = c.position;
           change(
-            (d) => ({ ...d, nodes: d.nodes.map((n) => (n.node_key === c.id ? { ...n, position_x: Math.round(x), position_y: Math.round(y) } : n)) }),
+            (d) => ({
+              ...d,
+              nodes: d.nodes.map((n) =>
+                n.node_key === c.id ? { ...n, position_x: Math.round(x), position_y: Math.round(y) } : n,
+              ),
+            }),
             `move:${c.id}:${c.dragging ? "drag" : "end"}`,
           );
         }
         if (c.type === "remove") {
-          change((d) => ({ ...d, nodes: removeNode(d.nodes, c.id), entry_node_id: d.entry_node_id === c.id ? null : d.entry_node_id }));
+          change((d) => ({
+            ...d,
+            nodes: removeNode(d.nodes, c.id),
+            entry_node_id: d.entry_node_id === c.id ? null : d.entry_node_id,
+          }));
           setSelected(null);
         }
       }
@@ -255,7 +276,8 @@ export default function FlowEditorPage() {
   );
 
   if (loaded.isPending) return <Spinner label="Loading the flow" />;
-  if (loaded.isError || !draft) return <FormError error={loaded.error?.message ?? "The flow could not be loaded"} />;
+  if (loaded.isError || !draft)
+    return <FormError error={loaded.error?.message ?? "The flow could not be loaded"} />;
 
   const selectedNode = draft.nodes.find((n) => n.node_key === selected);
   const keys = draft.nodes.map((n) => n.node_key);
@@ -271,12 +293,22 @@ export default function FlowEditorPage() {
       position_x: maxX + 280,
       position_y: 80,
     };
-    change((d) => ({ ...d, nodes: [...d.nodes, node], entry_node_id: d.entry_node_id ?? (addType === "start" ? key : null) }));
+    change((d) => ({
+      ...d,
+      nodes: [...d.nodes, node],
+      entry_node_id: d.entry_node_id ?? (addType === "start" ? key : null),
+    }));
     setSelected(key);
   };
 
-  const keywords = Array.isArray(draft.trigger_config.keywords) ? (draft.trigger_config.keywords as string[]) : [];
-  const saveError = save.error ?? (activate.error && !(activate.error instanceof HttpError && activate.error.body.issues) ? activate.error : null);
+  const keywords = Array.isArray(draft.trigger_config.keywords)
+    ? (draft.trigger_config.keywords as string[])
+    : [];
+  const saveError =
+    save.error ??
+    (activate.error && !(activate.error instanceof HttpError && activate.error.body.issues)
+      ? activate.error
+      : null);
 
   return (
     <div className="editor">
@@ -294,7 +326,11 @@ export default function FlowEditorPage() {
         <div className="editor-actions">
           <label className="inline-select">
             <span className="sr-only">Node type to add</span>
-            <select aria-label="Node type to add" value={addType} onChange={(e) => setAddType(e.target.value as NodeType)}>
+            <select
+              aria-label="Node type to add"
+              value={addType}
+              onChange={(e) => setAddType(e.target.value as NodeType)}
+            >
               {(Object.keys(NODE_LABELS) as NodeType[]).map((t) => (
                 <option key={t} value={t}>
                   {NODE_LABELS[t]}
@@ -305,10 +341,21 @@ export default function FlowEditorPage() {
           <button type="button" className="btn btn-small" onClick={addNode}>
             Add node
           </button>
-          <button type="button" className="btn btn-small" onClick={undo} disabled={!canUndo} aria-keyshortcuts="Control+Z">
+          <button
+            type="button"
+            className="btn btn-small"
+            onClick={undo}
+            disabled={!canUndo}
+            aria-keyshortcuts="Control+Z"
+          >
             Undo
           </button>
-          <button type="button" className="btn btn-small" onClick={() => save.mutate()} disabled={save.isPending || !dirty}>
+          <button
+            type="button"
+            className="btn btn-small"
+            onClick={() => save.mutate()}
+            disabled={save.isPending || !dirty}
+          >
             {save.isPending ? "Saving…" : dirty ? "Save" : "Saved"}
           </button>
           {status === "active" ? (
@@ -316,7 +363,12 @@ export default function FlowEditorPage() {
               Deactivate
             </button>
           ) : (
-            <button type="button" className="btn btn-primary btn-small" onClick={() => activate.mutate("active")} disabled={activate.isPending}>
+            <button
+              type="button"
+              className="btn btn-primary btn-small"
+              onClick={() => activate.mutate("active")}
+              disabled={activate.isPending}
+            >
               Activate
             </button>
           )}
@@ -331,7 +383,8 @@ export default function FlowEditorPage() {
         <FormError error={saveError ? saveError.message : undefined} />
         {issues.some((i) => i.severity === "error") ? (
           <p className="form-error" role="alert">
-            The flow cannot be activated: {issues.filter((i) => i.severity === "error").length} issue(s), shown on their nodes.
+            The flow cannot be activated: {issues.filter((i) => i.severity === "error").length} issue(s),
+            shown on their nodes.
           </p>
         ) : null}
         {generalIssues.length ? (
@@ -345,7 +398,7 @@ export default function FlowEditorPage() {
         ) : null}
       </div>
       <div className="editor-body">
-        <div className="canvas" aria-label="Flow canvas">
+        <section className="canvas" aria-label="Flow canvas">
           <ReactFlow
             nodes={rfNodes}
             edges={rfEdges}
@@ -363,11 +416,15 @@ export default function FlowEditorPage() {
             <Background gap={20} />
             <Controls />
           </ReactFlow>
-        </div>
+        </section>
         <aside className="editor-side" aria-label="Inspector">
           <nav className="node-index" aria-label="Nodes">
             <label htmlFor="node-picker">Node</label>
-            <select id="node-picker" value={selected ?? ""} onChange={(e) => setSelected(e.target.value || null)}>
+            <select
+              id="node-picker"
+              value={selected ?? ""}
+              onChange={(e) => setSelected(e.target.value || null)}
+            >
               <option value="">Flow settings</option>
               {draft.nodes.map((n) => (
                 <option key={n.node_key} value={n.node_key}>
@@ -385,7 +442,13 @@ export default function FlowEditorPage() {
               issues={byNode.get(selectedNode.node_key) ?? []}
               isEntry={draft.entry_node_id === selectedNode.node_key}
               onConfig={(config, coalesce) =>
-                change((d) => ({ ...d, nodes: d.nodes.map((n) => (n.node_key === selectedNode.node_key ? { ...n, config } : n)) }), coalesce)
+                change(
+                  (d) => ({
+                    ...d,
+                    nodes: d.nodes.map((n) => (n.node_key === selectedNode.node_key ? { ...n, config } : n)),
+                  }),
+                  coalesce,
+                )
               }
               onRename={(next) => {
                 if (!next) return "A node key cannot be empty";
@@ -417,7 +480,13 @@ export default function FlowEditorPage() {
                 <select
                   id="flow-trigger"
                   value={draft.trigger_type}
-                  onChange={(e) => change((d) => ({ ...d, trigger_type: e.target.value as TriggerType, trigger_config: e.target.value === "keyword" ? d.trigger_config : {} }))}
+                  onChange={(e) =>
+                    change((d) => ({
+                      ...d,
+                      trigger_type: e.target.value as TriggerType,
+                      trigger_config: e.target.value === "keyword" ? d.trigger_config : {},
+                    }))
+                  }
                 >
                   <option value="keyword">A keyword in the customer's message</option>
                   <option value="first_inbound_message">The customer's first message</option>
@@ -437,7 +506,10 @@ export default function FlowEditorPage() {
                             ...d,
                             trigger_config: {
                               ...d.trigger_config,
-                              keywords: e.target.value.split(",").map((k) => k.trimStart()).filter((k, i, all) => k !== "" || i === all.length - 1),
+                              keywords: e.target.value
+                                .split(",")
+                                .map((k) => k.trimStart())
+                                .filter((k, i, all) => k !== "" || i === all.length - 1),
                             },
                           }),
                           "keywords",
@@ -450,7 +522,12 @@ export default function FlowEditorPage() {
                     <select
                       id="flow-match"
                       value={(draft.trigger_config.match_type as string) ?? "contains"}
-                      onChange={(e) => change((d) => ({ ...d, trigger_config: { ...d.trigger_config, match_type: e.target.value } }))}
+                      onChange={(e) =>
+                        change((d) => ({
+                          ...d,
+                          trigger_config: { ...d.trigger_config, match_type: e.target.value },
+                        }))
+                      }
                     >
                       <option value="contains">Message contains the keyword</option>
                       <option value="exact">Message is exactly the keyword</option>
@@ -459,7 +536,8 @@ export default function FlowEditorPage() {
                 </>
               ) : null}
               <p className="muted">
-                Select a node on the canvas or in the list above to edit it. Drag from a node's right edge to another node to connect them.
+                Select a node on the canvas or in the list above to edit it. Drag from a node's right edge to
+                another node to connect them.
               </p>
             </form>
           )}

@@ -58,7 +58,12 @@ export function outputsOf(node: FlowNode): Output[] {
             ...config,
             sections: arr(config.sections).map((xs, sj) =>
               sj === si
-                ? { ...xs, rows: arr(xs.rows).map((xr, rj) => (rj === ri ? { ...xr, next_node_key: target ?? "" } : xr)) }
+                ? {
+                    ...xs,
+                    rows: arr(xs.rows).map((xr, rj) =>
+                      rj === ri ? { ...xr, next_node_key: target ?? "" } : xr,
+                    ),
+                  }
                 : xs,
             ),
           }),
@@ -93,7 +98,14 @@ export const DEFAULT_CONFIGS: Record<NodeType, Rec> = {
   },
   send_media: { media_type: "image", media_url: "" },
   collect_input: { prompt_text: "", var_key: "answer", validation: "text" },
-  condition: { subject: "var", subject_key: "", operator: "equals", value: "", true_next: "", false_next: "" },
+  condition: {
+    subject: "var",
+    subject_key: "",
+    operator: "equals",
+    value: "",
+    true_next: "",
+    false_next: "",
+  },
   set_tag: { mode: "add", tag: "" },
   handoff: { note: "" },
   end: {},
@@ -125,7 +137,8 @@ export function removeNode(nodes: FlowNode[], key: string): FlowNode[] {
     .filter((n) => n.node_key !== key)
     .map((n) => {
       let config = n.config;
-      for (const out of outputsOf({ ...n, config })) if (out.target === key) config = out.set(config, undefined);
+      for (const out of outputsOf({ ...n, config }))
+        if (out.target === key) config = out.set(config, undefined);
       return { ...n, config };
     });
 }

@@ -8,21 +8,46 @@ type Change = (config: Rec, coalesceKey?: string) => void;
 const s = (v: unknown) => (typeof v === "string" ? v : "");
 const arr = (v: unknown): Rec[] => (Array.isArray(v) ? (v as Rec[]) : []);
 
-function TextInput(props: { label: string; value: unknown; onChange: (v: string) => void; multiline?: boolean; max?: number; placeholder?: string }) {
+function TextInput(props: {
+  label: string;
+  value: unknown;
+  onChange: (v: string) => void;
+  multiline?: boolean;
+  max?: number;
+  placeholder?: string;
+}) {
   const id = `insp-${props.label.replace(/\W+/g, "-").toLowerCase()}`;
   return (
     <div className="field">
       <label htmlFor={id}>{props.label}</label>
       {props.multiline ? (
-        <textarea id={id} rows={3} value={s(props.value)} maxLength={props.max} placeholder={props.placeholder} onChange={(e) => props.onChange(e.target.value)} />
+        <textarea
+          id={id}
+          rows={3}
+          value={s(props.value)}
+          maxLength={props.max}
+          placeholder={props.placeholder}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
       ) : (
-        <input id={id} value={s(props.value)} maxLength={props.max} placeholder={props.placeholder} onChange={(e) => props.onChange(e.target.value)} />
+        <input
+          id={id}
+          value={s(props.value)}
+          maxLength={props.max}
+          placeholder={props.placeholder}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
       )}
     </div>
   );
 }
 
-function Select(props: { label: string; value: unknown; options: readonly (string | [string, string])[]; onChange: (v: string) => void }) {
+function Select(props: {
+  label: string;
+  value: unknown;
+  options: readonly (string | [string, string])[];
+  onChange: (v: string) => void;
+}) {
   const id = `insp-${props.label.replace(/\W+/g, "-").toLowerCase()}`;
   return (
     <div className="field">
@@ -42,7 +67,14 @@ function Select(props: { label: string; value: unknown; options: readonly (strin
 }
 
 function NextSelect(props: { label: string; value: unknown; keys: string[]; onChange: (v: string) => void }) {
-  return <Select label={props.label} value={props.value ?? ""} options={[["", "— not connected —"], ...props.keys.map((k) => [k, k] as [string, string])]} onChange={props.onChange} />;
+  return (
+    <Select
+      label={props.label}
+      value={props.value ?? ""}
+      options={[["", "— not connected —"], ...props.keys.map((k) => [k, k] as [string, string])]}
+      onChange={props.onChange}
+    />
+  );
 }
 
 export function Inspector(props: {
@@ -71,11 +103,20 @@ export function Inspector(props: {
   const fields = (() => {
     switch (node.node_type) {
       case "start":
-        return <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />;
+        return (
+          <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
+        );
       case "send_message":
         return (
           <>
-            <TextInput label="Message text" value={c.text} onChange={set("text")} multiline max={1024} placeholder="Hello {{contact.name}}!" />
+            <TextInput
+              label="Message text"
+              value={c.text}
+              onChange={set("text")}
+              multiline
+              max={1024}
+              placeholder="Hello {{contact.name}}!"
+            />
             <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
           </>
         );
@@ -92,16 +133,50 @@ export function Inspector(props: {
               {buttons.map((b, i) => (
                 // biome-ignore lint/suspicious/noArrayIndexKey: buttons have no identity but their place
                 <div key={i} className="sub-item">
-                  <TextInput label={`Button ${i + 1} title`} value={b.title} max={20} onChange={(v) => setButtons(buttons.map((x, j) => (j === i ? { ...x, title: v } : x)))} />
-                  <TextInput label={`Button ${i + 1} reply id`} value={b.reply_id} onChange={(v) => setButtons(buttons.map((x, j) => (j === i ? { ...x, reply_id: v } : x)))} />
-                  <NextSelect label={`Button ${i + 1} next`} value={b.next_node_key} keys={others} onChange={(v) => setButtons(buttons.map((x, j) => (j === i ? { ...x, next_node_key: v } : x)))} />
-                  <button type="button" className="btn btn-ghost btn-small" onClick={() => setButtons(buttons.filter((_, j) => j !== i))} aria-label={`Remove button ${i + 1}`}>
+                  <TextInput
+                    label={`Button ${i + 1} title`}
+                    value={b.title}
+                    max={20}
+                    onChange={(v) => setButtons(buttons.map((x, j) => (j === i ? { ...x, title: v } : x)))}
+                  />
+                  <TextInput
+                    label={`Button ${i + 1} reply id`}
+                    value={b.reply_id}
+                    onChange={(v) => setButtons(buttons.map((x, j) => (j === i ? { ...x, reply_id: v } : x)))}
+                  />
+                  <NextSelect
+                    label={`Button ${i + 1} next`}
+                    value={b.next_node_key}
+                    keys={others}
+                    onChange={(v) =>
+                      setButtons(buttons.map((x, j) => (j === i ? { ...x, next_node_key: v } : x)))
+                    }
+                  />
+                  <button
+                    type="button"
+                    className="btn btn-ghost btn-small"
+                    onClick={() => setButtons(buttons.filter((_, j) => j !== i))}
+                    aria-label={`Remove button ${i + 1}`}
+                  >
                     Remove
                   </button>
                 </div>
               ))}
               {buttons.length < 3 ? (
-                <button type="button" className="btn btn-small" onClick={() => setButtons([...buttons, { reply_id: `option_${buttons.length + 1}`, title: `Option ${buttons.length + 1}`, next_node_key: "" }])}>
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  onClick={() =>
+                    setButtons([
+                      ...buttons,
+                      {
+                        reply_id: `option_${buttons.length + 1}`,
+                        title: `Option ${buttons.length + 1}`,
+                        next_node_key: "",
+                      },
+                    ])
+                  }
+                >
                   Add button
                 </button>
               ) : null}
@@ -113,7 +188,13 @@ export function Inspector(props: {
         const sections = arr(c.sections);
         const setSections = (x: Rec[]) => props.onConfig({ ...c, sections: x }, `${node.node_key}.sections`);
         const setRow = (si: number, ri: number, patch: Rec) =>
-          setSections(sections.map((sec, i) => (i === si ? { ...sec, rows: arr(sec.rows).map((r, j) => (j === ri ? { ...r, ...patch } : r)) } : sec)));
+          setSections(
+            sections.map((sec, i) =>
+              i === si
+                ? { ...sec, rows: arr(sec.rows).map((r, j) => (j === ri ? { ...r, ...patch } : r)) }
+                : sec,
+            ),
+          );
         return (
           <>
             <TextInput label="Message text" value={c.text} onChange={set("text")} multiline max={1024} />
@@ -124,20 +205,77 @@ export function Inspector(props: {
               // biome-ignore lint/suspicious/noArrayIndexKey: sections have no identity but their place
               <fieldset key={si} className="sub-items">
                 <legend>Section {si + 1}</legend>
-                <TextInput label={`Section ${si + 1} title`} value={sec.title} max={24} onChange={(v) => setSections(sections.map((x, i) => (i === si ? { ...x, title: v } : x)))} />
+                <TextInput
+                  label={`Section ${si + 1} title`}
+                  value={sec.title}
+                  max={24}
+                  onChange={(v) => setSections(sections.map((x, i) => (i === si ? { ...x, title: v } : x)))}
+                />
                 {arr(sec.rows).map((r, ri) => (
                   // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their place
                   <div key={ri} className="sub-item">
-                    <TextInput label={`Row ${ri + 1} title`} value={r.title} max={24} onChange={(v) => setRow(si, ri, { title: v })} />
-                    <TextInput label={`Row ${ri + 1} description`} value={r.description} max={72} onChange={(v) => setRow(si, ri, { description: v })} />
-                    <TextInput label={`Row ${ri + 1} reply id`} value={r.reply_id} onChange={(v) => setRow(si, ri, { reply_id: v })} />
-                    <NextSelect label={`Row ${ri + 1} next`} value={r.next_node_key} keys={others} onChange={(v) => setRow(si, ri, { next_node_key: v })} />
-                    <button type="button" className="btn btn-ghost btn-small" aria-label={`Remove row ${ri + 1}`} onClick={() => setSections(sections.map((x, i) => (i === si ? { ...x, rows: arr(x.rows).filter((_, j) => j !== ri) } : x)))}>
+                    <TextInput
+                      label={`Row ${ri + 1} title`}
+                      value={r.title}
+                      max={24}
+                      onChange={(v) => setRow(si, ri, { title: v })}
+                    />
+                    <TextInput
+                      label={`Row ${ri + 1} description`}
+                      value={r.description}
+                      max={72}
+                      onChange={(v) => setRow(si, ri, { description: v })}
+                    />
+                    <TextInput
+                      label={`Row ${ri + 1} reply id`}
+                      value={r.reply_id}
+                      onChange={(v) => setRow(si, ri, { reply_id: v })}
+                    />
+                    <NextSelect
+                      label={`Row ${ri + 1} next`}
+                      value={r.next_node_key}
+                      keys={others}
+                      onChange={(v) => setRow(si, ri, { next_node_key: v })}
+                    />
+                    <button
+                      type="button"
+                      className="btn btn-ghost btn-small"
+                      aria-label={`Remove row ${ri + 1}`}
+                      onClick={() =>
+                        setSections(
+                          sections.map((x, i) =>
+                            i === si ? { ...x, rows: arr(x.rows).filter((_, j) => j !== ri) } : x,
+                          ),
+                        )
+                      }
+                    >
                       Remove
                     </button>
                   </div>
                 ))}
-                <button type="button" className="btn btn-small" onClick={() => setSections(sections.map((x, i) => (i === si ? { ...x, rows: [...arr(x.rows), { reply_id: `row_${arr(x.rows).length + 1}`, title: `Row ${arr(x.rows).length + 1}`, next_node_key: "" }] } : x)))}>
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  onClick={() =>
+                    setSections(
+                      sections.map((x, i) =>
+                        i === si
+                          ? {
+                              ...x,
+                              rows: [
+                                ...arr(x.rows),
+                                {
+                                  reply_id: `row_${arr(x.rows).length + 1}`,
+                                  title: `Row ${arr(x.rows).length + 1}`,
+                                  next_node_key: "",
+                                },
+                              ],
+                            }
+                          : x,
+                      ),
+                    )
+                  }
+                >
                   Add row
                 </button>
               </fieldset>
@@ -148,8 +286,18 @@ export function Inspector(props: {
       case "send_media":
         return (
           <>
-            <Select label="Media type" value={c.media_type} options={["image", "video", "document"]} onChange={set("media_type")} />
-            <TextInput label="Media URL" value={c.media_url} onChange={set("media_url")} placeholder="https://…" />
+            <Select
+              label="Media type"
+              value={c.media_type}
+              options={["image", "video", "document"]}
+              onChange={set("media_type")}
+            />
+            <TextInput
+              label="Media URL"
+              value={c.media_url}
+              onChange={set("media_url")}
+              placeholder="https://…"
+            />
             <TextInput label="Caption" value={c.caption} onChange={set("caption")} multiline max={1024} />
             <TextInput label="File name" value={c.filename} onChange={set("filename")} />
             <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
@@ -158,20 +306,49 @@ export function Inspector(props: {
       case "collect_input":
         return (
           <>
-            <TextInput label="Question" value={c.prompt_text} onChange={set("prompt_text")} multiline max={1024} />
+            <TextInput
+              label="Question"
+              value={c.prompt_text}
+              onChange={set("prompt_text")}
+              multiline
+              max={1024}
+            />
             <TextInput label="Store answer as variable" value={c.var_key} onChange={set("var_key")} />
-            <Select label="Validation" value={c.validation ?? "text"} options={["text", "email", "number", "phone", "regex"]} onChange={set("validation")} />
-            {c.validation === "regex" ? <TextInput label="Regular expression" value={c.regex} onChange={set("regex")} /> : null}
+            <Select
+              label="Validation"
+              value={c.validation ?? "text"}
+              options={["text", "email", "number", "phone", "regex"]}
+              onChange={set("validation")}
+            />
+            {c.validation === "regex" ? (
+              <TextInput label="Regular expression" value={c.regex} onChange={set("regex")} />
+            ) : null}
             <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
           </>
         );
       case "condition":
         return (
           <>
-            <Select label="Subject" value={c.subject} options={[["var", "Variable"], ["contact_field", "Contact field"], ["tag", "Tag"]]} onChange={set("subject")} />
+            <Select
+              label="Subject"
+              value={c.subject}
+              options={[
+                ["var", "Variable"],
+                ["contact_field", "Contact field"],
+                ["tag", "Tag"],
+              ]}
+              onChange={set("subject")}
+            />
             <TextInput label="Subject key" value={c.subject_key} onChange={set("subject_key")} />
-            <Select label="Operator" value={c.operator} options={["equals", "contains", "present", "absent"]} onChange={set("operator")} />
-            {c.operator === "present" || c.operator === "absent" ? null : <TextInput label="Value" value={c.value} onChange={set("value")} />}
+            <Select
+              label="Operator"
+              value={c.operator}
+              options={["equals", "contains", "present", "absent"]}
+              onChange={set("operator")}
+            />
+            {c.operator === "present" || c.operator === "absent" ? null : (
+              <TextInput label="Value" value={c.value} onChange={set("value")} />
+            )}
             <NextSelect label="When true" value={c.true_next} keys={others} onChange={set("true_next")} />
             <NextSelect label="When false" value={c.false_next} keys={others} onChange={set("false_next")} />
           </>
@@ -179,7 +356,15 @@ export function Inspector(props: {
       case "set_tag":
         return (
           <>
-            <Select label="Mode" value={c.mode} options={[["add", "Add tag"], ["remove", "Remove tag"]]} onChange={set("mode")} />
+            <Select
+              label="Mode"
+              value={c.mode}
+              options={[
+                ["add", "Add tag"],
+                ["remove", "Remove tag"],
+              ]}
+              onChange={set("mode")}
+            />
             <TextInput label="Tag" value={c.tag} onChange={set("tag")} />
             <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
           </>
@@ -188,7 +373,15 @@ export function Inspector(props: {
         return (
           <>
             <TextInput label="Note for the agent" value={c.note} onChange={set("note")} multiline />
-            <Select label="Assign to" value={c.assign_to ?? ""} options={[["", "Nobody in particular"], ...props.members.map((m) => [m.user_id, m.name] as [string, string])]} onChange={set("assign_to")} />
+            <Select
+              label="Assign to"
+              value={c.assign_to ?? ""}
+              options={[
+                ["", "Nobody in particular"],
+                ...props.members.map((m) => [m.user_id, m.name] as [string, string]),
+              ]}
+              onChange={set("assign_to")}
+            />
           </>
         );
       default:
@@ -197,7 +390,11 @@ export function Inspector(props: {
   })();
 
   return (
-    <form className="inspector" aria-label={`Inspector: ${node.node_key}`} onSubmit={(e) => e.preventDefault()}>
+    <form
+      className="inspector"
+      aria-label={`Inspector: ${node.node_key}`}
+      onSubmit={(e) => e.preventDefault()}
+    >
       <h2>{NODE_LABELS[node.node_type]}</h2>
       {props.issues.length ? (
         <ul className="issue-list" aria-label="Issues of this node">

@@ -31,7 +31,9 @@ function FlowNodeCard({ data, selected }: NodeProps<CanvasNode>) {
       className={`flow-node type-${node.node_type}${selected ? " selected" : ""}${errors.length ? " has-error" : issues.length ? " has-warning" : ""}`}
       data-node-key={node.node_key}
     >
-      {node.node_type !== "start" ? <Handle type="target" position={Position.Left} aria-label={`Into ${node.node_key}`} /> : null}
+      {node.node_type !== "start" ? (
+        <Handle type="target" position={Position.Left} aria-label={`Into ${node.node_key}`} />
+      ) : null}
       <div className="flow-node-head">
         <span className="flow-node-type">{NODE_LABELS[node.node_type]}</span>
         {entry ? <span className="flow-node-entry">entry</span> : null}
@@ -52,7 +54,12 @@ function FlowNodeCard({ data, selected }: NodeProps<CanvasNode>) {
           {outputs.map((o) => (
             <li key={o.handle}>
               <span>{o.label}</span>
-              <Handle type="source" position={Position.Right} id={o.handle} aria-label={`${o.label} of ${node.node_key}`} />
+              <Handle
+                type="source"
+                position={Position.Right}
+                id={o.handle}
+                aria-label={`${o.label} of ${node.node_key}`}
+              />
             </li>
           ))}
         </ul>

@@ -1,0 +1,3 @@
+export function consoleSourceHash(): string;
+export function consoleIsFresh(): boolean;
+export function buildConsole(options?: { force?: boolean; quiet?: boolean }): Promise<boolean>;
