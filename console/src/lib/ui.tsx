@@ -92,3 +92,26 @@ export function Spinner({ label = "Loading" }: { label?: string }) {
 export function Badge({ tone = "neutral", children }: { tone?: string; children: ReactNode }) {
   return <span className={`badge badge-${tone}`}>{children}</span>;
 }
+
+export const ICONS = {
+  attach: "M16.5 6.5l-7.8 7.8a2 2 0 0 0 2.8 2.8l7.8-7.8a4 4 0 0 0-5.7-5.7L5.8 11.4a6 6 0 0 0 8.5 8.5l6.2-6.2",
+  smile: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18zM8.5 14.5a4.5 4.5 0 0 0 7 0M9 9.5h.01M15 9.5h.01",
+  back: "M15 5l-7 7 7 7",
+  close: "M6 6l12 12M18 6L6 18",
+} as const;
+
+/** A line icon; the control around it carries the accessible name. */
+export function Icon({ d, size = 20 }: { d: string; size?: number }) {
+  return (
+    <svg viewBox="0 0 24 24" width={size} height={size} aria-hidden="true" focusable="false">
+      <path
+        d={d}
+        fill="none"
+        stroke="currentColor"
+        strokeWidth="1.8"
+        strokeLinecap="round"
+        strokeLinejoin="round"
+      />
+    </svg>
+  );
+}

@@ -2,7 +2,7 @@ import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, type KeyboardEvent, useId, useRef, useState } from "react";
 import { api, isMissingRoute } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
-import { FormError } from "../../lib/ui";
+import { FormError, ICONS, Icon } from "../../lib/ui";
 import { useCannedResponses, useTemplates } from "./inbox-api";
 
 function placeholders(t: WaTemplate) {
@@ -223,7 +223,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
               onClick={() => fileRef.current?.click()}
               disabled={mediaMissing || upload.isPending}
             >
-              📎
+              <Icon d={ICONS.attach} />
             </button>
           </>
         ) : null}

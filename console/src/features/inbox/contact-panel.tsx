@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { api, isMissingRoute } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
-import { FormError } from "../../lib/ui";
+import { FormError, ICONS, Icon } from "../../lib/ui";
 
 export function ContactPanel(props: {
   contact: Contact;
@@ -42,7 +42,7 @@ export function ContactPanel(props: {
           aria-label="Close contact panel"
           onClick={props.onClose}
         >
-          ×
+          <Icon d={ICONS.close} size={18} />
         </button>
       </div>
       <dl className="facts">

@@ -5,7 +5,7 @@ import { api, isMissingRoute } from "../../lib/api";
 import { contactLabel, fullTime, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
-import { FormError, Spinner } from "../../lib/ui";
+import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
 import { useMembers, useMessages } from "./inbox-api";
@@ -140,7 +140,7 @@ function Bubble(props: {
             aria-expanded={picking}
             onClick={() => setPicking((p) => !p)}
           >
-            ☺
+            <Icon d={ICONS.smile} size={18} />
           </button>
           {picking ? (
             <fieldset className="emoji-picker">
@@ -227,7 +227,7 @@ export function Thread(props: { conversationId: string; conversation: Conversati
       <section className="thread" aria-label={`Conversation with ${name}`}>
         <header className="thread-head">
           <Link href="/inbox" className="icon-btn back-btn" aria-label="Back to conversations">
-            ←
+            <Icon d={ICONS.back} />
           </Link>
           <div className="thread-title">
             <h2>{name}</h2>
@@ -275,7 +275,7 @@ export function Thread(props: { conversationId: string; conversation: Conversati
             ) : null}
             <button
               type="button"
-              className="btn btn-small"
+              className="btn btn-small contact-toggle"
               aria-expanded={showContact}
               aria-controls="contact-panel"
               onClick={() => setShowContact((s) => !s)}

@@ -5,6 +5,7 @@ import { api } from "../../lib/api";
 import { useOnline } from "../../lib/connection";
 import { useLiveMode } from "../../lib/live";
 import { useMe } from "../../lib/session";
+import { Icon } from "../../lib/ui";
 
 const NAV = [
   { href: "/inbox", label: "Inbox", icon: "M4 4h16v12H8l-4 4z" },
@@ -17,14 +18,6 @@ const NAV = [
     icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM3 12h2M19 12h2M12 3v2M12 19v2",
   },
 ];
-
-function Icon({ d }: { d: string }) {
-  return (
-    <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">
-      <path d={d} fill="none" stroke="currentColor" strokeWidth="1.8" strokeLinejoin="round" />
-    </svg>
-  );
-}
 
 export function ConnectionBanner() {
   const online = useOnline();

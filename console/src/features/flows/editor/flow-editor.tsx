@@ -14,7 +14,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "wouter";
 import { api, HttpError } from "../../../lib/api";
 import type { Flow, FlowNode, Issue, NodeType, TriggerType } from "../../../lib/types";
-import { Badge, FormError, Spinner } from "../../../lib/ui";
+import { Badge, FormError, ICONS, Icon, Spinner } from "../../../lib/ui";
 import { useMembers } from "../../inbox/inbox-api";
 import {
   DEFAULT_CONFIGS,
@@ -286,12 +286,15 @@ export default function FlowEditorPage() {
   const addNode = () => {
     const key = freshKey(addType, draft.nodes);
     const maxX = Math.max(0, ...draft.nodes.map((n) => n.position_x));
+    const midY = draft.nodes.length
+      ? draft.nodes.reduce((sum, n) => sum + n.position_y, 0) / draft.nodes.length
+      : 80;
     const node: FlowNode = {
       node_key: key,
       node_type: addType,
       config: structuredClone(DEFAULT_CONFIGS[addType]),
       position_x: maxX + 280,
-      position_y: 80,
+      position_y: Math.round(midY),
     };
     change((d) => ({
       ...d,
@@ -314,7 +317,7 @@ export default function FlowEditorPage() {
     <div className="editor">
       <header className="editor-toolbar">
         <Link href="/flows" className="icon-btn" aria-label="Back to flows">
-          ←
+          <Icon d={ICONS.back} />
         </Link>
         <input
           className="editor-name"
@@ -408,7 +411,7 @@ export default function FlowEditorPage() {
             onConnect={onConnect}
             onPaneClick={() => setSelected(null)}
             fitView
-            fitViewOptions={{ padding: 0.15 }}
+            fitViewOptions={{ padding: 0.15, maxZoom: 1.1 }}
             minZoom={0.2}
             deleteKeyCode={["Delete"]}
             proOptions={{ hideAttribution: true }}
