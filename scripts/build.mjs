@@ -1,13 +1,24 @@
 // Compiles src/ to dist/ (types are checked by `npm run check`, not here), copies the SQL
-// migrations beside the compiled migrator, and builds the web console when its sources changed.
+// migrations beside the compiled migrator, and builds the web console. Each step is skipped when
+// its inputs have not changed since the last build (a hash kept beside the output), so a second
+// `npm start` goes straight to starting the service.
 import { execFileSync } from "node:child_process";
-import { cpSync, rmSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { buildConsole } from "./console-build.mjs";
+import { buildConsole, hashFiles } from "./console-build.mjs";
 
-const tsc = path.join("node_modules", ".bin", "tsc");
-rmSync("dist", { recursive: true, force: true });
-execFileSync(tsc, ["-p", "tsconfig.build.json", "--noCheck"], { stdio: "inherit" });
-cpSync("src/db/migrations", "dist/db/migrations", { recursive: true });
+const serverHash = hashFiles(["src", "tsconfig.json", "tsconfig.build.json", "package-lock.json"]);
+const hashFile = path.join("dist", ".source-hash");
+const fresh =
+  existsSync(path.join("dist", "main.js")) &&
+  existsSync(hashFile) &&
+  readFileSync(hashFile, "utf8").trim() === serverHash;
+if (!fresh) {
+  const tsc = path.join("node_modules", ".bin", "tsc");
+  rmSync("dist", { recursive: true, force: true });
+  execFileSync(tsc, ["-p", "tsconfig.build.json", "--noCheck"], { stdio: "inherit" });
+  cpSync("src/db/migrations", "dist/db/migrations", { recursive: true });
+  writeFileSync(hashFile, `${serverHash}\n`);
+}
 const started = performance.now();
 if (await buildConsole()) console.log(`web console built in ${Math.round(performance.now() - started)} ms`);

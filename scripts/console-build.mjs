@@ -12,28 +12,37 @@ const outDir = path.join(consoleDir, "dist");
 const hashFile = path.join(outDir, ".source-hash");
 
 function* files(dir) {
+  if (!existsSync(dir)) return;
+  if (statSync(dir).isFile()) {
+    yield dir;
+    return;
+  }
   for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
     a.name.localeCompare(b.name),
   )) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name !== "dist" && entry.name !== "node_modules") yield* files(full);
+      if (entry.name !== "dist" && entry.name !== "node_modules" && !entry.name.startsWith("."))
+        yield* files(full);
     } else yield full;
   }
 }
 
-/** A hash of the console's sources, and the locked dependency versions. */
-export function consoleSourceHash() {
+/** A hash of every file under the given paths (relative to the repository), names included. */
+export function hashFiles(paths) {
   const hash = createHash("sha256");
-  const inputs = [...files(consoleDir), path.join(root, "package-lock.json")];
-  for (const file of inputs) {
-    if (!existsSync(file) || !statSync(file).isFile()) continue;
+  for (const file of paths.flatMap((p) => [...files(path.join(root, p))])) {
     hash.update(path.relative(root, file));
     hash.update("\0");
     hash.update(readFileSync(file));
     hash.update("\0");
   }
   return hash.digest("hex");
+}
+
+/** A hash of the console's sources and the locked dependency versions. */
+export function consoleSourceHash() {
+  return hashFiles(["console", "package-lock.json"]);
 }
 
 export function consoleIsFresh() {

@@ -18,7 +18,7 @@ export interface AccountEvent {
   data: Record<string, unknown>;
 }
 
-const POLL_MS = 750;
+const POLL_MS = 500;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5_000;
 
