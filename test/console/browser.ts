@@ -4,6 +4,7 @@
  * Meta and the customer. No browser is ever downloaded. Without Chromium the tests print one
  * SKIPPED line, unless REQUIRE_BROWSER=1 (CI), where a missing browser fails the run.
  */
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
@@ -11,7 +12,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from "playwrig
 import { buildConsole } from "../../scripts/console-build.mjs";
 import { type Customer, createCustomer } from "../../src/upstream/sandbox/customer.js";
 import { type AcceptedMessage, type Sandbox, startSandbox } from "../../src/upstream/sandbox/server.js";
-import { createTestApp, type TestApp } from "../helpers/harness.js";
+import { createTestApp, createTestDatabase, type TestApp } from "../helpers/harness.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -75,6 +76,9 @@ export interface Stack {
   appSecret: string;
   /** Messages the sandbox accepted from the service, oldest first. */
   accepted: AcceptedMessage[];
+  /** Stops the service; start() brings it back on the same port, database and secrets. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
   customer(waId: string, name: string): Customer;
   close(): Promise<void>;
 }
@@ -88,20 +92,43 @@ export async function startStack(): Promise<Stack> {
   const accepted: AcceptedMessage[] = [];
   const sandbox = await startSandbox({ onMessageAccepted: (message) => accepted.push(message) });
   sandbox.addNumber(NUMBER);
-  const t = await createTestApp({
-    config: { publicUrl: url, appSecret, graphApiUrl: sandbox.url, port },
-  });
+  const database = await createTestDatabase();
+  const config = {
+    publicUrl: url,
+    appSecret,
+    graphApiUrl: sandbox.url,
+    port,
+    // Fixed across restarts, so that sessions and stored tokens survive them.
+    authSecret: randomBytes(32).toString("base64url"),
+    encryptionKey: randomBytes(32).toString("hex"),
+  };
+  let t = await createTestApp({ databaseUrl: database.url, config });
   await t.app.listen({ port, host: "127.0.0.1" });
+  let running = true;
+  const stop = async () => {
+    if (!running) return;
+    running = false;
+    await t.close();
+  };
   return {
-    t,
+    get t() {
+      return t;
+    },
     url,
     sandbox,
     appSecret,
     accepted,
     customer: (waId, name) =>
       createCustomer({ webhookUrl, appSecret, phoneNumberId: NUMBER.phoneNumberId, waId, name }),
+    stop,
+    async start() {
+      t = await createTestApp({ databaseUrl: database.url, config });
+      await t.app.listen({ port, host: "127.0.0.1" });
+      running = true;
+    },
     async close() {
-      await t.close();
+      await stop();
+      await database.drop();
       await sandbox.close();
     },
   };

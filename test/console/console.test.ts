@@ -290,6 +290,19 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     expect(new URL(page.url()).pathname).toBe("/channel");
   });
 
+  it("shows a banner while the service restarts, then catches up without a reload", async () => {
+    await page.goto(`${stack.url}/inbox/${conversationId}`);
+    const thread = page.getByRole("list", { name: "Messages" });
+    await thread.getByText("Hi! Do you ship to Lisbon?").waitFor();
+    await stack.stop();
+    await page.getByText("Connection to the service lost. Retrying…").waitFor();
+    await stack.start();
+    await stack.customer(customer.waId, customer.name).text("Are you open on Sundays?");
+    await thread.getByText("Are you open on Sundays?").waitFor();
+    await page.getByText("Connection to the service lost").waitFor({ state: "detached" });
+    expect(page.url()).toBe(`${stack.url}/inbox/${conversationId}`);
+  });
+
   it("lays the inbox, the canvas and the channel out for a 390 px phone", async () => {
     const phone = await newPage(browser, 390, 844);
     try {
