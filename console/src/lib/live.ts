@@ -1,6 +1,7 @@
 import type { QueryClient } from "@tanstack/react-query";
 import { useSyncExternalStore } from "react";
 import { setOnline } from "./connection";
+import { createSseParser } from "./sse";
 
 /**
  * Live updates from the account's event stream (`GET /api/events/stream`, Server-Sent Events).
@@ -68,36 +69,6 @@ export function applyEvent(client: QueryClient, event: AccountEvent) {
     default:
       break;
   }
-}
-
-/** Parses SSE text as it arrives; calls back per complete event. */
-export function createSseParser(onEvent: (e: { id?: string; event?: string; data: string }) => void) {
-  let buffer = "";
-  let id: string | undefined;
-  let event: string | undefined;
-  let data: string[] = [];
-  return (chunk: string) => {
-    buffer += chunk;
-    for (;;) {
-      const newline = buffer.search(/\r\n|\r|\n/);
-      if (newline < 0) return;
-      const line = buffer.slice(0, newline);
-      buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
-      if (line === "") {
-        if (data.length) onEvent({ id, event, data: data.join("\n") });
-        data = [];
-        event = undefined;
-        continue;
-      }
-      if (line.startsWith(":")) continue;
-      const colon = line.indexOf(":");
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-      if (field === "data") data.push(value);
-      else if (field === "id") id = value;
-      else if (field === "event") event = value;
-    }
-  };
 }
 
 /** Keeps the stream open until stop() is called; returns stop. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createSseParser } from "../../console/src/lib/live.js";
+import { createSseParser } from "../../console/src/lib/sse.js";
 
 const collect = () => {
   const events: Array<{ id?: string; event?: string; data: string }> = [];
