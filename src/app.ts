@@ -13,7 +13,6 @@ import { createSessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { AppDeps } from "./deps.js";
-import { createEvents } from "./events.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { registerAuthProxy } from "./http/auth-proxy.js";
@@ -21,6 +20,8 @@ import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
 import { docs } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
+import { createJobs } from "./jobs/drain.js";
+import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
@@ -49,6 +50,10 @@ export interface AppOptions {
   sessionCacheTtlMs?: number;
   /** The built web console (default console/dist). */
   consoleDir?: string;
+  /** Run background jobs in this process (default: config.workers). */
+  workers?: boolean;
+  /** Run the minute-by-minute timeout sweep with the workers (default true). */
+  cron?: boolean;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -139,11 +144,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       version: config.graphApiVersion,
       timeoutMs: options.upstreamTimeoutMs,
     }),
-    events: createEvents((error) => app.log.error({ err: error }, "background handler failed")),
+    jobs: createJobs(database.pool),
+    log: app.log,
     now: options.now ?? (() => new Date()),
   };
   app.decorate("deps", deps);
-  app.addHook("onClose", () => deps.events.idle());
 
   app.get(
     "/healthz",
@@ -174,6 +179,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerFlowRoutes(app, deps);
   registerRunner(app, deps);
   registerReactionRoutes(app, deps);
+
+  if (options.workers ?? config.workers) {
+    const workers = await startWorkers(deps, {
+      connectionString: database.url,
+      concurrency: config.workerConcurrency,
+      log: app.log.child({ component: "jobs" }),
+      cron: options.cron,
+    });
+    // After the HTTP server stopped taking requests: running jobs finish (10 s at most).
+    app.addHook("onClose", () => workers.stop());
+  }
 
   return app;
 }

@@ -51,6 +51,8 @@ const schema = z.object({
     .optional(),
   REACT_RATE_LIMIT: rateLimit,
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
 
 export interface Config {
@@ -68,6 +70,10 @@ export interface Config {
   redisUrl: string | undefined;
   reactRateLimit: RateLimitSetting;
   logLevel: string;
+  /** Run background jobs in this instance (false: an API-only instance). */
+  workers: boolean;
+  /** Jobs one instance runs at once. */
+  workerConcurrency: number;
 }
 
 export class ConfigError extends Error {}
@@ -121,6 +127,8 @@ export function loadConfig(
     redisUrl: e.REDIS_URL,
     reactRateLimit: e.REACT_RATE_LIMIT,
     logLevel: e.LOG_LEVEL,
+    workers: e.WORKERS === "true",
+    workerConcurrency: e.WORKER_CONCURRENCY,
   };
 }
 

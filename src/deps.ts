@@ -1,7 +1,8 @@
+import type { FastifyBaseLogger } from "fastify";
 import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
-import type { AppEvents } from "./events.js";
+import type { Jobs } from "./jobs/drain.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
 
@@ -17,6 +18,8 @@ export interface AppDeps {
   sessions: Sessions;
   cipher: TokenCipher;
   graph: GraphClient;
-  events: AppEvents;
+  jobs: Jobs;
+  /** The process's logger (background tasks log through it). */
+  log: FastifyBaseLogger;
   now: () => Date;
 }

@@ -8,6 +8,8 @@ export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool | pg.PoolCli
 export type DbOrTx = Db | Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 export interface Database {
+  /** The connection string (background workers open their own connections with it). */
+  url: string;
   db: Db;
   pool: pg.Pool;
   close(): Promise<void>;
@@ -18,5 +20,5 @@ export function connectDatabase(url: string, options: { max?: number } = {}): Da
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => undefined);
   const db = drizzle(pool, { schema });
-  return { db, pool, close: () => pool.end() };
+  return { url, db, pool, close: () => pool.end() };
 }

@@ -1,12 +1,15 @@
 import { fileURLToPath } from "node:url";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { Logger, runMigrations as runJobQueueMigrations } from "graphile-worker";
 import pg from "pg";
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
 
 // An arbitrary constant shared by every instance of the service.
 const MIGRATION_LOCK_ID = 727_314_001;
+
+const quietLogger = new Logger(() => () => undefined);
 
 /**
  * Applies pending migrations under a session-level advisory lock, so instances
@@ -18,6 +21,8 @@ export async function runMigrations(url: string): Promise<void> {
   await client.connect();
   try {
     await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_ID]);
+    // The job queue's own schema (graphile_worker) first: our migrations may call add_job.
+    await runJobQueueMigrations({ connectionString: url, logger: quietLogger });
     await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
   } finally {
     await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_ID]).catch(() => undefined);

@@ -16,6 +16,7 @@ export const NODE_TYPES = [
   "condition",
   "set_tag",
   "handoff",
+  "wait",
   "end",
 ] as const;
 
@@ -107,6 +108,15 @@ export interface HandoffConfig {
   assign_to?: string;
 }
 
+/** A `wait` node's bounds, in minutes: 1 minute to 30 days. */
+export const WAIT_MINUTES = { min: 1, max: 30 * 24 * 60 } as const;
+
+/** Pauses the run for `minutes` (see WAIT_MINUTES), then goes on to next_node_key. */
+export interface WaitConfig {
+  minutes: number;
+  next_node_key: string;
+}
+
 export type EndConfig = Record<string, never>;
 
 export interface NodeConfigs {
@@ -119,6 +129,7 @@ export interface NodeConfigs {
   condition: ConditionConfig;
   set_tag: SetTagConfig;
   handoff: HandoffConfig;
+  wait: WaitConfig;
   end: EndConfig;
 }
 
@@ -183,6 +194,7 @@ export function outgoingKeys(node: { node_type: string; config: unknown }): stri
     case "send_media":
     case "collect_input":
     case "set_tag":
+    case "wait":
       keys = key(config.next_node_key);
       break;
     case "send_buttons":

@@ -7,6 +7,7 @@ import {
   MEDIA_TYPES,
   outgoingKeys,
   TAG_MODES,
+  WAIT_MINUTES,
 } from "./nodes.js";
 import { fallbackPolicyProblems, KEYWORD_MATCH_TYPES } from "./triggers.js";
 
@@ -318,6 +319,21 @@ function checkNodeConfig(type: string, config: Config, report: Report) {
       optionalText(config, "note", LIMITS.bodyText, report);
       optionalText(config, "assign_to", 100, report);
       return;
+    case "wait": {
+      const minutes = config.minutes;
+      if (
+        typeof minutes !== "number" ||
+        !Number.isFinite(minutes) ||
+        minutes < WAIT_MINUTES.min ||
+        minutes > WAIT_MINUTES.max
+      ) {
+        report(
+          "invalid_value",
+          `minutes must be a number from ${WAIT_MINUTES.min} to ${WAIT_MINUTES.max} (30 days)`,
+        );
+      }
+      return requireKey(config, "next_node_key", report);
+    }
     case "end":
       return;
   }

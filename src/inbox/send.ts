@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import type { DbOrTx } from "../db/client.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
@@ -7,13 +8,54 @@ import { toMessageJson } from "./json.js";
 import { nextMessageTime, touchConversation } from "./threads.js";
 
 /**
+ * Stores an outbound message `pending` (no upstream id yet) and moves its
+ * conversation's activity. Call it in a transaction.
+ */
+export async function insertPendingMessage(
+  tx: DbOrTx,
+  input: {
+    accountId: string;
+    conversationId: string;
+    userId: string | null;
+    sender: "agent" | "bot";
+    text: string;
+    outbound?: OutboundMessage;
+    now: Date;
+  },
+) {
+  const createdAt = nextMessageTime(input.now);
+  const [row] = await tx
+    .insert(messages)
+    .values({
+      accountId: input.accountId,
+      conversationId: input.conversationId,
+      direction: "outbound",
+      senderType: input.sender,
+      senderUserId: input.userId,
+      type: input.outbound?.type ?? "text",
+      text: input.text,
+      payload: input.outbound && input.outbound.type !== "text" ? input.outbound : null,
+      status: "pending",
+      createdAt,
+      updatedAt: createdAt,
+    })
+    .returning();
+  await touchConversation(tx, {
+    conversationId: input.conversationId,
+    at: createdAt,
+    reopen: false,
+    now: createdAt,
+  });
+  return row!;
+}
+
+/**
  * An agent's text reply. The message is stored (pending) before the upstream
  * call, so that a send that fails or times out still shows in the
  * conversation, as `failed` with the upstream error.
  *
- * The flow runner sends its bot messages through here too: `sender: "bot"`
- * (no user) and, for buttons, lists and media, the `outbound` message to send
- * (stored as the message's payload, `text` being what the inbox shows).
+ * `outbound` is the message to send when it is not plain text (stored as the
+ * message's payload, `text` being what the inbox shows).
  */
 export async function sendAgentText(
   deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
@@ -42,32 +84,17 @@ export async function sendAgentText(
     throw new ApiError(500, "The stored access token cannot be decrypted: reconnect the messaging channel");
   }
 
-  const createdAt = nextMessageTime(deps.now());
-  const pending = await db.transaction(async (tx) => {
-    const [row] = await tx
-      .insert(messages)
-      .values({
-        accountId: input.accountId,
-        conversationId: input.conversationId,
-        direction: "outbound",
-        senderType: input.sender ?? "agent",
-        senderUserId: input.userId,
-        type: input.outbound?.type ?? "text",
-        text: input.text,
-        payload: input.outbound && input.outbound.type !== "text" ? input.outbound : null,
-        status: "pending",
-        createdAt,
-        updatedAt: createdAt,
-      })
-      .returning();
-    await touchConversation(tx, {
+  const pending = await db.transaction((tx) =>
+    insertPendingMessage(tx, {
+      accountId: input.accountId,
       conversationId: input.conversationId,
-      at: createdAt,
-      reopen: false,
-      now: createdAt,
-    });
-    return row!;
-  });
+      userId: input.userId,
+      sender: input.sender ?? "agent",
+      text: input.text,
+      outbound: input.outbound,
+      now: deps.now(),
+    }),
+  );
 
   const store = async (update: Partial<typeof messages.$inferInsert>) => {
     const [row] = await db

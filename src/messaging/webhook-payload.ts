@@ -259,3 +259,39 @@ export function cleanStrings(value: unknown): unknown {
   }
   return value;
 }
+
+/**
+ * The job queue a delivery is processed in: `wa:<phone number id>:<customer>`
+ * when every message in it comes from one customer (what Meta sends almost
+ * always), so that one customer's deliveries are handled one at a time in the
+ * order they arrived; none (processed in parallel) for status updates and for
+ * the rare batch mixing customers. Reads only the few fields it needs.
+ */
+export function deliveryQueue(body: unknown): string | undefined {
+  let queue: string | undefined;
+  const root = isObject(body) && Array.isArray(body.entry) ? body.entry : [];
+  for (const entry of root) {
+    const changes = isObject(entry) && Array.isArray(entry.changes) ? entry.changes : [];
+    for (const change of changes) {
+      const value = isObject(change) && isObject(change.value) ? change.value : null;
+      const items = value && Array.isArray(value.messages) ? value.messages : [];
+      const phoneNumberId = value && isObject(value.metadata) ? str(value.metadata.phone_number_id) : null;
+      for (const item of items) {
+        const from = isObject(item) ? str(item.from) : null;
+        if (!phoneNumberId || !from) continue;
+        const name = `wa:${phoneNumberId}:${from}`;
+        if (name.length > MAX_QUEUE_NAME || (queue !== undefined && queue !== name)) return undefined;
+        queue = name;
+      }
+    }
+  }
+  return queue;
+}
+
+const MAX_QUEUE_NAME = 200;
+
+/** The queue of a customer's deliveries and of the bot's sends to them (see deliveryQueue). */
+export function customerQueue(phoneNumberId: string, waId: string): string | undefined {
+  const name = `wa:${phoneNumberId}:${waId}`;
+  return name.length > MAX_QUEUE_NAME ? undefined : name;
+}

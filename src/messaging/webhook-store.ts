@@ -2,14 +2,31 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
-import type { InboundMessageStored } from "../events.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
 import type { InboundMessage, InboundReaction, StatusUpdate, WebhookChange } from "./webhook-payload.js";
 
+/** A customer message as stored, for the flow runner. */
+export interface InboundMessageStored {
+  accountId: string;
+  contactId: string;
+  conversationId: string;
+  /** Internal message id (messages.id). */
+  messageId: string;
+  /** True when no other message of the customer came before it in the conversation. */
+  firstInbound: boolean;
+  /** The message's type and text, so the runner can tell cheaply whether a flow wants it. */
+  messageType: string;
+  text: string | null;
+}
+
 export interface StoredChange {
-  /** Customer messages stored by this change (duplicates and reactions excluded). */
+  /**
+   * Customer messages of this change, including those an earlier delivery
+   * already stored (the runner's receipts keep it from acting twice; a job
+   * retried after a crash must still offer them). Reactions excluded.
+   */
   inbound: InboundMessageStored[];
   /** Parts skipped for a reason worth logging. */
   notes: string[];
@@ -107,7 +124,8 @@ async function storeMessage(
                  else conversations.status end,
         updated_at = case when (select yes from redelivery) then conversations.updated_at else ${now()} end
       returning id, exists (select 1 from ${messages} m where m.conversation_id = conversations.id
-                            and m.direction = 'inbound' and m.sender_type = 'customer') as has_inbound
+                            and m.direction = 'inbound' and m.sender_type = 'customer'
+                            and m.message_id is distinct from ${message.upstreamId}) as has_inbound
     ), message as (
       insert into ${messages} (account_id, conversation_id, message_id, direction, sender_type, type, text,
                                interactive, media, payload, context_message_id, status, upstream_timestamp,
@@ -121,7 +139,9 @@ async function storeMessage(
       returning id
     )
     select (select id from contact) as contact_id, conversation.id as conversation_id, conversation.has_inbound,
-           (select id from message) as message_id
+           coalesce((select id from message),
+                    (select id from ${messages} where account_id = ${accountId}
+                       and message_id = ${message.upstreamId})) as message_id
     from conversation`);
   const row = rows[0];
   if (!row?.message_id) return null;

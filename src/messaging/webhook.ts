@@ -1,18 +1,19 @@
-import { eq, inArray } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { pgErrorCode } from "../db/errors.js";
 import { messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
-import type { InboundMessageStored } from "../events.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
-import { readWebhookBatch } from "./webhook-payload.js";
+import { addJob } from "../jobs/queue.js";
+import { deliveryQueue } from "./webhook-payload.js";
 import { verifyWebhookSignature } from "./webhook-signature.js";
-import { storeChange } from "./webhook-store.js";
 
 export const WEBHOOK_PATH = "/api/messaging/webhook";
+export const PROCESS_WEBHOOK_TASK = "process-webhook";
+/** About three days of graphile-worker's exponential backoff, like Meta's own redelivery. */
+const PROCESS_WEBHOOK_ATTEMPTS = 20;
 
 const handshakeQuery = z.object({
   "hub.mode": z.string(),
@@ -21,7 +22,7 @@ const handshakeQuery = z.object({
 });
 
 export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
-  const { db, cipher, config, events } = deps;
+  const { db, cipher, config } = deps;
 
   app.get<{ Querystring: Record<string, unknown> }>(
     WEBHOOK_PATH,
@@ -64,12 +65,12 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
       tags: ["webhook"],
       summary: "Inbound messages, reactions and delivery statuses from Meta",
       description:
-        "Signed by Meta with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with META_APP_SECRET). Each change is stored in its own transaction; changes for unknown phone numbers and malformed parts are skipped.",
+        "Signed by Meta with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with META_APP_SECRET). A signed JSON delivery is stored as a background job and answered 200; the job stores each change (messages, reactions, statuses) and offers customer messages to the flow runner, one customer's deliveries at a time in arrival order. Changes for unknown phone numbers and malformed parts are skipped.",
       responses: {
-        200: "Batch stored",
+        200: "Delivery accepted: stored, and processed in the background",
         400: "Signed body that is not JSON",
         401: "Signature missing or wrong, or META_APP_SECRET not configured",
-        500: "A change could not be stored; Meta delivers the batch again",
+        500: "The delivery could not be stored; Meta delivers it again",
       },
       public: true,
     }),
@@ -84,47 +85,17 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
       }
       const parsed = tryParseJson(request);
       if (!parsed.ok) throw new ApiError(400, "Invalid JSON");
-
-      const batch = readWebhookBatch(parsed.value);
-      for (const problem of batch.problems) request.log.warn({ problem }, "webhook part skipped");
-
-      const phoneNumberIds = [...new Set(batch.changes.map((c) => c.phoneNumberId))];
-      const owners = phoneNumberIds.length
-        ? await db
-            .select({ accountId: messagingConfigs.accountId, phoneNumberId: messagingConfigs.phoneNumberId })
-            .from(messagingConfigs)
-            .where(inArray(messagingConfigs.phoneNumberId, phoneNumberIds))
-        : [];
-      const accountOf = new Map(owners.map((o) => [o.phoneNumberId, o.accountId]));
-
-      const stored: InboundMessageStored[] = [];
-      let failed = 0;
-      for (const change of batch.changes) {
-        const accountId = accountOf.get(change.phoneNumberId);
-        if (!accountId) {
-          request.log.info({ at: change.at }, "webhook change for an unknown phone number ignored");
-          continue;
-        }
-        try {
-          const result = await storeChange(db, { accountId, change, now: deps.now });
-          for (const note of result.notes) request.log.info({ at: change.at, note }, "webhook part skipped");
-          stored.push(...result.inbound);
-        } catch (error) {
-          failed += 1;
-          // Only the code and text: the query parameters hold customer messages.
-          const cause = (error as { cause?: unknown }).cause ?? error;
-          request.log.error(
-            { at: change.at, code: pgErrorCode(error), reason: (cause as Error).message },
-            "webhook change could not be stored",
-          );
-        }
-      }
-      // Meta must not wait for flows: handlers run after this answer, failures are theirs to
-      // report. Also when a change failed: a redelivery finds the stored ones already there and
-      // would not announce them again.
-      for (const event of stored) void events.emitInboundMessage(event);
-      // Stored changes are not stored twice when Meta retries the whole batch.
-      if (failed > 0) throw new ApiError(500, "Some changes could not be stored; deliver the batch again");
+      // Acknowledged once the job exists: from here on nothing Meta sent is lost, whatever happens
+      // to this process.
+      await addJob(
+        db,
+        PROCESS_WEBHOOK_TASK,
+        { delivery: parsed.value },
+        {
+          queueName: deliveryQueue(parsed.value),
+          maxAttempts: PROCESS_WEBHOOK_ATTEMPTS,
+        },
+      );
       return reply.code(200).send({ received: true });
     },
   );

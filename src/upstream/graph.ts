@@ -20,6 +20,8 @@ export class GraphApiError extends Error {
   readonly type: string | undefined;
   readonly fbtraceId: string | undefined;
   readonly details: string | undefined;
+  /** A network failure before any connection was made: the request provably never left. */
+  readonly refused: boolean;
 
   constructor(
     message: string,
@@ -31,6 +33,7 @@ export class GraphApiError extends Error {
       type?: string;
       fbtraceId?: string;
       details?: string;
+      refused?: boolean;
     },
   ) {
     super(message);
@@ -42,6 +45,7 @@ export class GraphApiError extends Error {
     this.type = init.type;
     this.fbtraceId = init.fbtraceId;
     this.details = init.details;
+    this.refused = init.refused ?? false;
   }
 
   /** A JSON-safe summary, for storing beside a failed message or run. */
@@ -154,7 +158,7 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
         answer.status === undefined
           ? "Could not reach the upstream messaging platform"
           : "The upstream connection closed before the answer was complete",
-        { kind: "network", status: answer.status },
+        { kind: "network", status: answer.status, refused: answer.refused },
       );
     }
     const { text, status } = answer;
@@ -247,7 +251,10 @@ function expectSuccess(json: Record<string, unknown>) {
 type Answer =
   | { kind: "answer"; status: number; text: string }
   | { kind: "timeout"; status?: number }
-  | { kind: "network"; status?: number };
+  | { kind: "network"; status?: number; refused?: boolean };
+
+// Errors of a connection that was never made: nothing of the request reached the upstream.
+const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
 
 // Keep-alive agents shared by every client: one connection pool per protocol.
 // (node:http rather than fetch: fetch's machinery costs tens of MB of memory
@@ -301,7 +308,9 @@ function send(
       settle({ kind: "timeout", status });
       request.destroy();
     }, init.timeoutMs);
-    request.on("error", () => settle({ kind: "network", status }));
+    request.on("error", (error: NodeJS.ErrnoException) =>
+      settle({ kind: "network", status, refused: NEVER_CONNECTED.has(error.code ?? "") }),
+    );
     request.end(init.body);
   });
 }

@@ -70,6 +70,8 @@ export async function createTestApp(
     sessionCacheTtlMs?: number;
     /** The built web console to serve (default console/dist). */
     consoleDir?: string;
+    /** Run background jobs (default true; the minute-by-minute cron stays off in tests). */
+    workers?: boolean;
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -96,6 +98,8 @@ export async function createTestApp(
     now: options.now,
     sessionCacheTtlMs: options.sessionCacheTtlMs,
     consoleDir: options.consoleDir,
+    workers: options.workers ?? true,
+    cron: false,
   });
   await app.ready();
   return {

@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createCustomer } from "../../src/upstream/sandbox/customer.js";
+import { type Customer, createCustomer } from "../../src/upstream/sandbox/customer.js";
 import { type Sandbox, startSandbox } from "../../src/upstream/sandbox/server.js";
 import { insertChannelConfig, insertContact, uniqueDigits } from "../helpers/fixtures.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
@@ -39,14 +39,31 @@ async function business(): Promise<Business> {
   return { user, accountId, phoneNumberId: row.phoneNumberId, accessToken };
 }
 
-const customerOf = (b: Business, name = "Sheena Nelson") =>
-  createCustomer({
+/** A sandbox customer whose every delivery is waited for until the service has processed it. */
+function customerOf(b: Business, name = "Sheena Nelson"): Customer {
+  const customer = createCustomer({
     webhookUrl,
     appSecret: APP_SECRET,
     phoneNumberId: b.phoneNumberId,
     waId: uniqueDigits(11),
     name,
   });
+  const settled =
+    <A extends unknown[], R>(deliver: (...args: A) => Promise<R>) =>
+    async (...args: A) => {
+      const delivery = await deliver(...args);
+      await t.app.deps.jobs.drain();
+      return delivery;
+    };
+  return {
+    ...customer,
+    text: settled(customer.text),
+    buttonReply: settled(customer.buttonReply),
+    listReply: settled(customer.listReply),
+    react: settled(customer.react),
+    status: settled(customer.status),
+  };
+}
 
 const send = (b: Business, conversationId: string, payload: unknown) =>
   t.app.inject({

@@ -25,6 +25,8 @@ export interface World {
   accountId: string;
   phoneNumberId: string;
   accessToken: string;
+  /** The app's clock. */
+  now: () => Date;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export async function createWorld(options: { now?: () => Date } = {}): Promise<W
     accountId,
     phoneNumberId,
     accessToken,
+    now: options.now ?? (() => new Date()),
     async close() {
       await t.close();
       await sandbox.close();
@@ -69,19 +72,27 @@ export async function postWebhook(w: World, payload: object) {
 /** A simulated WhatsApp customer of the world's number. Each call waits until the runner is done. */
 export function customer(w: World, name = "Ada") {
   const from = uniqueDigits(11);
-  const sender = { phoneNumberId: w.phoneNumberId, from, name };
+  // A person reads the bot's question before answering: Meta stamps their message (whole
+  // seconds) at least a second after it went out, on the app's clock.
+  const sender = () => ({
+    phoneNumberId: w.phoneNumberId,
+    from,
+    name,
+    timestamp: Math.floor(w.now().getTime() / 1000) + 1,
+  });
   const deliver = async (built: { payload: object; messageId: string }) => {
     await postWebhook(w, built.payload);
-    await w.t.app.deps.events.idle();
+    await w.t.app.deps.jobs.drain();
     return built;
   };
   return {
     waId: from,
     /** The webhook body of a text, not yet posted (for duplicate and concurrent deliveries). */
-    textPayload: (text: string) => inboundTextPayload({ ...sender, text }),
-    text: (text: string) => deliver(inboundTextPayload({ ...sender, text })),
-    button: (replyId: string, title = replyId) => deliver(buttonReplyPayload({ ...sender, replyId, title })),
-    list: (replyId: string, title = replyId) => deliver(listReplyPayload({ ...sender, replyId, title })),
+    textPayload: (text: string) => inboundTextPayload({ ...sender(), text }),
+    text: (text: string) => deliver(inboundTextPayload({ ...sender(), text })),
+    button: (replyId: string, title = replyId) =>
+      deliver(buttonReplyPayload({ ...sender(), replyId, title })),
+    list: (replyId: string, title = replyId) => deliver(listReplyPayload({ ...sender(), replyId, title })),
   };
 }
 

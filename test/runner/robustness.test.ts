@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { flowMessageReceipts, flowRunEvents, flowRuns, flows, messages } from "../../src/db/schema/index.js";
-import { handleInboundMessage } from "../../src/flows/runner/dispatch.js";
+import { offerInboundMessage } from "../../src/flows/runner/dispatch.js";
 import { MAX_STEPS_PER_ADVANCE } from "../../src/flows/runner/engine.js";
 import { insertMessage } from "../helpers/fixtures.js";
 import {
@@ -78,7 +78,7 @@ describe("concurrency", () => {
     const first = kim.textPayload("race");
     const second = kim.textPayload("race");
     await Promise.all([postWebhook(w, first.payload), postWebhook(w, second.payload)]);
-    await w.t.app.deps.events.idle();
+    await w.t.app.deps.jobs.drain();
 
     const runs = await runsOf(w, flowId);
     expect(runs).toHaveLength(1);
@@ -107,7 +107,7 @@ describe("concurrency", () => {
       ),
     );
     const outcomes = await Promise.all(
-      batch.map((m) => handleInboundMessage(w.t.app.deps, storedEvent({ contactId, conversationId }, m))),
+      batch.map((m) => offerInboundMessage(w.t.app.deps, storedEvent({ contactId, conversationId }, m))),
     );
     expect(outcomes.filter((o) => o === "started")).toHaveLength(1);
     expect(outcomes.every((o) => ["started", "lost_race", "advanced"].includes(o))).toBe(true);
@@ -126,12 +126,12 @@ describe("concurrency", () => {
       conversationId,
       text: "just chatting",
     });
-    expect(await handleInboundMessage(w.t.app.deps, event(chatter))).toBe("no_trigger");
+    expect(await offerInboundMessage(w.t.app.deps, event(chatter))).toBe("no_trigger");
     const receipts = await w.t.database.db.select().from(flowMessageReceipts);
     expect(receipts.some((r) => r.messageId === chatter.id)).toBe(false);
 
     const wanted = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "wanted" });
-    expect(await handleInboundMessage(w.t.app.deps, event(wanted))).toBe("started");
+    expect(await offerInboundMessage(w.t.app.deps, event(wanted))).toBe("started");
     expect(await activeRunCount(w, contactId)).toBe(1);
   });
 
@@ -144,11 +144,12 @@ describe("concurrency", () => {
     const event = storedEvent({ contactId, conversationId }, message);
     w.sandbox.clearRequests();
     const [a, b] = await Promise.all([
-      handleInboundMessage(w.t.app.deps, event),
-      handleInboundMessage(w.t.app.deps, event),
+      offerInboundMessage(w.t.app.deps, event),
+      offerInboundMessage(w.t.app.deps, event),
     ]);
     expect([a, b].sort()).toEqual(["duplicate", "started"]);
-    expect(await handleInboundMessage(w.t.app.deps, event)).toBe("duplicate");
+    expect(await offerInboundMessage(w.t.app.deps, event)).toBe("duplicate");
+    await w.t.app.deps.jobs.drain();
     expect(sentMessages(w, max.waId)).toHaveLength(1);
   });
 
@@ -156,7 +157,7 @@ describe("concurrency", () => {
     const flowId = await keywordFlow("crowd", menuNodes);
     const people = Array.from({ length: 6 }, (_, i) => customer(w, `P${i}`));
     await Promise.all(people.map((p) => postWebhook(w, p.textPayload("crowd").payload)));
-    await w.t.app.deps.events.idle();
+    await w.t.app.deps.jobs.drain();
     const runs = await runsOf(w, flowId);
     expect(runs).toHaveLength(6);
     expect(runs.every((r) => r.status === "active" && r.current_node_key === "menu")).toBe(true);
@@ -237,10 +238,12 @@ describe("edits and deletion mid-run", () => {
     const reply = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "not a button" });
     // The reprompt's send is slow; the flow is deleted while it is on the wire.
     w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { delayMs: 400 });
-    const advancing = handleInboundMessage(w.t.app.deps, storedEvent({ contactId, conversationId }, reply));
+    expect(await offerInboundMessage(w.t.app.deps, storedEvent({ contactId, conversationId }, reply))).toBe(
+      "advanced",
+    );
     await waitFor(() => sentMessages(w, rex.waId).length === 2);
     await deleteFlow(w, flowId);
-    await expect(advancing).resolves.toBe("run_gone");
+    await w.t.app.deps.jobs.drain();
 
     expect(await w.t.database.db.select().from(flowRuns).where(eq(flowRuns.flowId, flowId))).toHaveLength(0);
     expect(
@@ -280,14 +283,17 @@ describe("upstream failures", () => {
     expect((await runFor(w, flowId, tom)).run.status).toBe("active");
   });
 
-  it("an upstream that never answers ends the run failed with a timeout", async () => {
+  it("a connection dropped after the request went out ends the run failed, never sent twice", async () => {
     const flowId = await keywordFlow("fail2", menuNodes);
     const uma = customer(w, "Uma");
     w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true });
     await uma.text("fail2");
     const { run, events } = await runFor(w, flowId, uma);
-    expect(run).toMatchObject({ status: "failed", end_reason: "send_failed" });
-    expect(events.at(-1)?.payload.message).toMatch(/reach|closed|answer/);
+    expect(run).toMatchObject({ status: "failed", end_reason: "send_outcome_unknown" });
+    expect(events.at(-1)?.payload.message).toMatch(/may or may not have delivered it/);
+    expect(sentMessages(w, uma.waId)).toHaveLength(1);
+    const bot = (await conversationOf(w, uma)).messages.filter((m) => m.sender_type === "bot");
+    expect(bot.map((m) => m.status)).toEqual(["failed"]);
   });
 });
 

@@ -75,12 +75,11 @@ describe("POST /api/flows/{id}/runs (manual start)", () => {
     const { contact } = await insertContact(w.t, { accountId: w.accountId, name: "Zoe" });
     const response = await start(manual, { contact_id: contact.id });
     expect(response.statusCode, response.body).toBe(201);
-    expect(response.json().run).toMatchObject({
-      flow_id: manual,
-      contact_id: contact.id,
-      status: "active",
-      current_node_key: "ask",
-    });
+    // Answered once the run exists; its messages go out in the background, in order.
+    expect(response.json().run).toMatchObject({ flow_id: manual, contact_id: contact.id, status: "active" });
+    await w.t.app.deps.jobs.drain();
+    const walked = await api(w, "GET", `/api/flows/${manual}/runs/${response.json().run.id}`);
+    expect(walked.json().run).toMatchObject({ status: "active", current_node_key: "ask" });
     expect(sentMessages(w, contact.phone!).map((m) => m.text.body)).toEqual([
       "Hello Zoe, your parcel is on its way.",
       "Rate us 1-5",
@@ -107,7 +106,10 @@ describe("POST /api/flows/{id}/runs (manual start)", () => {
       .set({ tags: ["vip"] })
       .where(eq(contacts.id, contact.id));
     const response = await start(manual, { contact_id: contact.id });
-    expect(response.json().run).toMatchObject({ status: "handed_off", end_reason: "handoff_node" });
+    expect(response.statusCode).toBe(201);
+    await w.t.app.deps.jobs.drain();
+    const walked = await api(w, "GET", `/api/flows/${manual}/runs/${response.json().run.id}`);
+    expect(walked.json().run).toMatchObject({ status: "handed_off", end_reason: "handoff_node" });
     const [row] = await w.t.database.db.select().from(contacts).where(eq(contacts.id, contact.id));
     expect(row!.tags).toEqual(["vip", "notified"]);
   });

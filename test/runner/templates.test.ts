@@ -93,7 +93,7 @@ describe("welcome_menu", () => {
   it("matches keywords as whole words: 'this' does not say hi", async () => {
     const bob = customer(w, "Bob");
     await bob.text("Hello, I want to order something");
-    await w.t.app.deps.events.idle();
+    await w.t.app.deps.jobs.drain();
     // lead_capture took the first message; finish it off so the contact is free again.
     expect((await runFor(w, lead, bob)).run.status).toBe("active");
     await bob.text("Bob");
@@ -286,7 +286,7 @@ describe("duplicate deliveries", () => {
 
     await postWebhook(w, first.payload);
     await postWebhook(w, first.payload);
-    await w.t.app.deps.events.idle();
+    await w.t.app.deps.jobs.drain();
     expect(sentMessages(w, jo.waId)).toHaveLength(1);
     expect((await runsOf(w, welcome)).filter((r) => r.conversation_id === conversationId)).toHaveLength(1);
   });

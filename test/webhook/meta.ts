@@ -13,14 +13,20 @@ export const wamid = () => `wamid.${randomBytes(18).toString("base64url")}`;
 export const sign = (raw: string, secret = APP_SECRET) =>
   `sha256=${createHmac("sha256", secret).update(raw).digest("hex")}`;
 
-export function postWebhook(app: FastifyInstance, body: unknown, headers: Record<string, string> = {}) {
+/**
+ * Delivers a webhook like Meta does and, once it is acknowledged, waits for
+ * the background jobs it started (storing, flow runs, bot sends) to finish.
+ */
+export async function postWebhook(app: FastifyInstance, body: unknown, headers: Record<string, string> = {}) {
   const raw = typeof body === "string" ? body : JSON.stringify(body);
-  return app.inject({
+  const response = await app.inject({
     method: "POST",
     url: "/api/messaging/webhook",
     headers: { "content-type": "application/json", "x-hub-signature-256": sign(raw), ...headers },
     payload: raw,
   });
+  if (response.statusCode === 200) await app.deps.jobs.drain();
+  return response;
 }
 
 export const batch = (...changes: unknown[]) => ({

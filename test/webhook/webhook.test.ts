@@ -1,7 +1,6 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversations } from "../../src/db/schema/index.js";
-import type { InboundMessageStored } from "../../src/events.js";
 import { insertChannelConfig, insertContact, insertMessage, uniqueDigits } from "../helpers/fixtures.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 import {
@@ -17,7 +16,6 @@ import {
 } from "./meta.js";
 
 let t: TestApp;
-const events: InboundMessageStored[] = [];
 
 interface Tenant {
   user: TestUser;
@@ -57,9 +55,6 @@ async function thread(who: Tenant, waId: string) {
 
 beforeAll(async () => {
   t = await createTestApp({ config: { appSecret: APP_SECRET } });
-  t.app.deps.events.onInboundMessage((event) => {
-    events.push(event);
-  });
 });
 afterAll(() => t.close());
 
@@ -434,7 +429,7 @@ describe("POST /api/messaging/webhook: messages", () => {
 });
 
 describe("POST /api/messaging/webhook: storage failure", () => {
-  it("keeps the changes beside a failed one, answers 500 so Meta retries, and stores the retry once", async () => {
+  it("acknowledges the delivery, keeps the changes beside a failed one, and stores the failed one once on the job's retry", async () => {
     const a = await tenant();
     const from = uniqueDigits(11);
     // A real storage failure for one change: PostgreSQL itself refuses the row.
@@ -453,94 +448,26 @@ describe("POST /api/messaging/webhook: storage failure", () => {
       ],
     });
     try {
-      const failed = await postWebhook(t.app, body);
-      expect(failed.statusCode).toBe(500);
-      expect(failed.json()).toEqual({ error: "Some changes could not be stored; deliver the batch again" });
+      const accepted = await postWebhook(t.app, body);
+      expect(accepted.statusCode).toBe(200);
       expect((await thread(a, from))?.messages.map((m) => m.text)).toEqual(["stored"]);
+      const { rows } = await t.database.pool.query<{ attempts: number; last_error: string }>(
+        "select attempts, last_error from graphile_worker._private_jobs where locked_at is null and attempts > 0",
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0]?.last_error).toContain("could not be processed");
     } finally {
       await t.database.pool.query(
         "drop trigger refuse_marked_text on messages; drop function refuse_marked_text();",
       );
     }
-    await t.app.deps.events.idle();
-    expect(events.filter((e) => e.accountId === a.accountId)).toHaveLength(1);
-
-    const retried = await postWebhook(t.app, body);
-    expect(retried.statusCode).toBe(200);
+    // The job's next attempt (brought forward instead of waiting for its backoff).
+    await t.database.pool.query("update graphile_worker._private_jobs set run_at = now() where attempts > 0");
+    await t.app.deps.jobs.drain();
     expect((await thread(a, from))?.messages.map((m) => m.text)).toEqual([
       "stored",
       "refused by the database",
     ]);
-    await t.app.deps.events.idle();
-    expect(events.filter((e) => e.accountId === a.accountId).map((e) => e.firstInbound)).toEqual([
-      true,
-      false,
-    ]);
-  });
-});
-
-describe("POST /api/messaging/webhook: flow events", () => {
-  it("emits one event per newly stored customer message, first inbound flagged, not for duplicates", async () => {
-    const a = await tenant();
-    const from = uniqueDigits(11);
-    const id = wamid();
-    await postWebhook(t.app, textBatch({ phoneNumberId: a.phoneNumberId, from, body: "first", id }));
-    await postWebhook(t.app, textBatch({ phoneNumberId: a.phoneNumberId, from, body: "first", id }));
-    await postWebhook(t.app, textBatch({ phoneNumberId: a.phoneNumberId, from, body: "second" }));
-    await t.app.deps.events.idle();
-
-    const found = await thread(a, from);
-    const mine = events.filter((e) => e.accountId === a.accountId);
-    expect(mine).toEqual([
-      {
-        accountId: a.accountId,
-        contactId: found?.conversation.contact.id,
-        conversationId: found?.conversation.id,
-        messageId: found?.messages[0]?.id,
-        firstInbound: true,
-        messageType: "text",
-        text: "first",
-      },
-      expect.objectContaining({ messageId: found?.messages[1]?.id, firstInbound: false, text: "second" }),
-    ]);
-  });
-
-  it("flags first inbound for a conversation that so far holds only agent messages", async () => {
-    const a = await tenant();
-    const { contact, conversation } = await insertContact(t, { accountId: a.accountId });
-    await insertMessage(t, {
-      accountId: a.accountId,
-      conversationId: conversation.id,
-      direction: "outbound",
-    });
-    await postWebhook(t.app, textBatch({ phoneNumberId: a.phoneNumberId, from: contact.waId, body: "hi" }));
-    await t.app.deps.events.idle();
-    expect(events.filter((e) => e.conversationId === conversation.id)).toEqual([
-      expect.objectContaining({ firstInbound: true, contactId: contact.id }),
-    ]);
-  });
-
-  it("answers Meta before the flow handlers finish", async () => {
-    const a = await tenant();
-    let release = () => {};
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let finished = false;
-    t.app.deps.events.onInboundMessage(async (event) => {
-      if (event.accountId !== a.accountId) return;
-      await gate;
-      finished = true;
-    });
-    const response = await postWebhook(
-      t.app,
-      textBatch({ phoneNumberId: a.phoneNumberId, from: uniqueDigits(11), body: "slow flow" }),
-    );
-    expect(response.statusCode).toBe(200);
-    expect(finished).toBe(false);
-    release();
-    await t.app.deps.events.idle();
-    expect(finished).toBe(true);
   });
 });
 
@@ -588,13 +515,11 @@ describe("POST /api/messaging/webhook: reactions", () => {
     expect(await reactions()).toEqual([]);
   });
 
-  it("is not a message: no new message row, no flow event", async () => {
+  it("is not a message: no new message row", async () => {
     const a = await tenant();
     const { contact, message } = await outboundTo(a);
     await react(a, contact.waId, message.messageId!, "👍");
-    await t.app.deps.events.idle();
     expect((await thread(a, contact.waId))?.messages.map((m) => m.id)).toEqual([message.id]);
-    expect(events.filter((e) => e.accountId === a.accountId)).toEqual([]);
   });
 
   it("ignores reactions to unknown messages and to another customer's or account's messages", async () => {

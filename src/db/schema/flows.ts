@@ -110,6 +110,12 @@ export const flowRuns = pgTable(
     vars: jsonb("vars").$type<Record<string, unknown>>().notNull().default({}),
     repromptCount: integer("reprompt_count").notNull().default(0),
     endReason: text("end_reason"),
+    // The bot message the run waits to see sent before it moves on (a send job has it).
+    awaitingMessageId: uuid("awaiting_message_id").references(() => messages.id, { onDelete: "set null" }),
+    // When Meta took the question the run waits on: earlier customer messages cannot answer it.
+    questionSentAt: timestamptz("question_sent_at"),
+    // A `wait` node's end; its resume job is scheduled for then.
+    resumeAt: timestamptz("resume_at"),
     startedAt: timestamptz("started_at").notNull().defaultNow(),
     lastActivityAt: timestamptz("last_activity_at").notNull().defaultNow(),
     endedAt: timestamptz("ended_at"),

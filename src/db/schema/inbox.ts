@@ -80,6 +80,9 @@ export const messages = pgTable(
     status: text("status").$type<MessageStatus>().notNull(),
     error: jsonb("error").$type<Record<string, unknown>>(),
     upstreamTimestamp: timestamptz("upstream_timestamp"),
+    // Set by a bot send job just before its upstream call: a job that finds it set
+    // (the process died mid-send) cannot know whether Meta took the message.
+    sendStartedAt: timestamptz("send_started_at"),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },

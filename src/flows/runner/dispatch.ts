@@ -1,9 +1,9 @@
 import { and, asc, eq, sql } from "drizzle-orm";
-import type { Db } from "../../db/client.js";
+import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { conversations, flowMessageReceipts, flowRuns, flows, messages } from "../../db/schema/index.js";
-import type { InboundMessageStored } from "../../events.js";
 import { ApiError } from "../../http/errors.js";
+import type { InboundMessageStored } from "../../messaging/webhook-store.js";
 import {
   answer,
   type FlowRow,
@@ -21,6 +21,10 @@ import { addRunEvent, findActiveRun, type RunRow, withContactLock } from "./stor
  * What the runner did with an inbound message:
  * - started: it triggered a flow; advanced: it moved the contact's run (a
  *   fallback counts); ignored: the run's policy left it to agents;
+ * - unseen_question: the run's question had not reached the customer when
+ *   they wrote (not sent yet, or sent in the same second or later than the
+ *   message), or the run is in a `wait`: the message is no answer, and is
+ *   consumed without a reprompt;
  * - lost_race: another message of the contact started a run first, and this
  *   one is consumed by that race (it neither starts nor advances a run);
  * - no_trigger: no active flow wanted it; duplicate: already taken;
@@ -31,6 +35,7 @@ export type DispatchOutcome =
   | "started"
   | "advanced"
   | "ignored"
+  | "unseen_question"
   | "lost_race"
   | "no_trigger"
   | "duplicate"
@@ -38,12 +43,15 @@ export type DispatchOutcome =
   | "not_customer_message";
 
 /**
- * The runner's subscriber to stored inbound messages. The active run seen
- * before queueing for the contact's lock decides between advancing and
- * triggering: a message that arrived while the contact was free and finds a
- * run started by another message once it holds the lock lost that race.
+ * Offers a stored customer message to the flows (from the job that processes
+ * its delivery, one customer's deliveries at a time). The whole advance is one
+ * transaction under the contact's lock, its sends being jobs added in it: a
+ * crash anywhere leaves nothing half-done, and the retried job does it all
+ * again (the receipt keeps a message from acting twice). The active run seen
+ * before taking the lock decides between advancing and triggering: a message
+ * that finds a run started meanwhile by another message lost that race.
  */
-export async function handleInboundMessage(
+export async function offerInboundMessage(
   deps: RunnerDeps,
   event: InboundMessageStored,
 ): Promise<DispatchOutcome> {
@@ -78,6 +86,7 @@ export async function handleInboundMessage(
       type: message.type,
       text: message.text,
       interactive: message.interactive,
+      sentAt: message.upstreamTimestamp,
     };
     const result = await offer(db, deps, event, input, seen?.id ?? null);
     await db
@@ -89,7 +98,7 @@ export async function handleInboundMessage(
 }
 
 async function offer(
-  db: Db,
+  db: DbOrTx,
   deps: RunnerDeps,
   event: InboundMessageStored,
   message: InboundInput,
@@ -98,6 +107,7 @@ async function offer(
   const active = await findActiveRun(db, event.accountId, event.contactId);
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
+    if (!canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
     const ctx = await contextFor(db, deps, active);
     if (!ctx) return { outcome: "run_gone", runId: null };
     const outcome = await guardRun(ctx, () => answer(ctx, message));
@@ -124,7 +134,18 @@ async function offer(
   return { outcome: "no_trigger", runId: null };
 }
 
-async function anyFlowWants(db: Db, event: InboundMessageStored): Promise<boolean> {
+/**
+ * A customer cannot answer a question they have not seen: none is out yet (its
+ * send is queued), the run sleeps in a `wait`, or the message was written
+ * (Meta's timestamp, whole seconds) before or in the second the question went out.
+ */
+function canAnswer(run: RunRow, message: InboundInput): boolean {
+  if (run.awaitingMessageId !== null || run.resumeAt !== null) return false;
+  if (run.questionSentAt === null || message.sentAt === null) return true;
+  return message.sentAt.getTime() >= Math.floor(run.questionSentAt.getTime() / 1000) * 1000 + 1000;
+}
+
+async function anyFlowWants(db: DbOrTx, event: InboundMessageStored): Promise<boolean> {
   const active = await db
     .select({ triggerType: flows.triggerType, triggerConfig: flows.triggerConfig })
     .from(flows)
@@ -152,7 +173,7 @@ function triggers(
   }
 }
 
-async function contextFor(db: Db, deps: RunnerDeps, run: RunRow): Promise<RunContext | null> {
+export async function contextFor(db: DbOrTx, deps: RunnerDeps, run: RunRow): Promise<RunContext | null> {
   const [flow] = await db.select().from(flows).where(eq(flows.id, run.flowId));
   const contact = await loadContact(db, run.accountId, run.contactId);
   if (!flow || !contact) return null;
@@ -167,7 +188,7 @@ type StartResult = { kind: "started"; run: RunRow } | { kind: "busy" } | { kind:
  * the contact's lock.
  */
 async function startRun(
-  db: Db,
+  db: DbOrTx,
   deps: RunnerDeps,
   input: { flow: FlowRow; contactId: string; conversationId: string; trigger: Record<string, unknown> },
 ): Promise<StartResult> {

@@ -1,12 +1,13 @@
 import { and, eq, sql } from "drizzle-orm";
-import type { Db } from "../../db/client.js";
+import type { DbOrTx } from "../../db/client.js";
 import { contacts, conversations, flowNodes, type flows, profiles } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
 import { isUuid } from "../../http/ids.js";
+import { WAIT_MINUTES } from "../nodes.js";
 import { resolveFallbackPolicy } from "../triggers.js";
 import { buildNodeMessage, replyChoices } from "./outbound.js";
 import { type ContactFacts, checkInput, evaluateCondition, renderText } from "./rules.js";
-import { sendBotMessage } from "./send.js";
+import { queueBotMessage, scheduleResume } from "./send.js";
 import {
   addRunEvent,
   endActiveRun,
@@ -30,7 +31,8 @@ export type RunnerDeps = Pick<AppDeps, "db" | "pool" | "cipher" | "graph" | "now
 export type FlowRow = typeof flows.$inferSelect;
 
 export interface RunContext {
-  db: Db;
+  /** The transaction of this advance (it holds the contact's lock). */
+  db: DbOrTx;
   deps: RunnerDeps;
   flow: FlowRow;
   run: RunRow;
@@ -44,14 +46,18 @@ export interface InboundInput {
   type: string;
   text: string | null;
   interactive: Record<string, unknown> | null;
+  /** Meta's timestamp of the message (whole seconds), when it had one. */
+  sentAt: Date | null;
 }
 
-const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
+export const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
+/** Nodes whose message goes out before the walk moves on to their next_node_key. */
+const SENDING_NODES = new Set(["send_message", "send_media", "send_template"]);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 
-export async function loadContact(db: Db, accountId: string, contactId: string) {
+export async function loadContact(db: DbOrTx, accountId: string, contactId: string) {
   const [row] = await db
     .select()
     .from(contacts)
@@ -59,7 +65,7 @@ export async function loadContact(db: Db, accountId: string, contactId: string) 
   return row ? { id: row.id, name: row.name, phone: row.phone, waId: row.waId, tags: row.tags } : null;
 }
 
-async function loadNode(ctx: RunContext, nodeKey: string) {
+export async function loadNode(ctx: RunContext, nodeKey: string) {
   const [node] = await ctx.db
     .select({ nodeType: flowNodes.nodeType, config: flowNodes.config })
     .from(flowNodes)
@@ -140,12 +146,12 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
         continue;
       case "send_message":
       case "send_media":
-        if (!(await sendNode(ctx, key, node.nodeType, config))) return;
-        if (config.next_node_key === undefined || config.next_node_key === "") {
-          return finish(ctx, "completed", "end_of_path", key);
-        }
-        key = config.next_node_key;
-        continue;
+      case "send_template":
+        // The walk goes on once the message is out (continueAfterSend, from its send job).
+        await sendNode(ctx, key, node.nodeType, config);
+        return;
+      case "wait":
+        return enterWait(ctx, key, config);
       case "send_buttons":
       case "send_list":
       case "collect_input":
@@ -187,32 +193,105 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
   }
 }
 
-/** Sends a node's message; false when the run ended because it could not be sent. */
+/**
+ * Queues a node's message: stored `pending`, sent by a job on the customer's
+ * queue once this advance commits. The run waits for that send (its
+ * awaiting_message_id); false when the run ended because nothing could be queued.
+ */
 async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, config: Record<string, unknown>) {
   const built = buildNodeMessage(nodeType, config, ctx.run.vars, ctx.contact);
   if (!built.ok) {
     await failRun(ctx, "invalid_node", `Node "${nodeKey}": ${built.problem}`, nodeKey);
     return false;
   }
-  const sent = await sendBotMessage(ctx.deps, {
-    accountId: ctx.run.accountId,
-    conversationId: ctx.run.conversationId,
-    contactPhone: ctx.contact.phone,
+  const queued = await queueBotMessage(ctx.db, {
+    run: ctx.run,
+    contact: ctx.contact,
     message: built.message,
+    steps: ctx.steps,
+    now: ctx.deps.now(),
   });
-  if (!sent.ok) {
-    await failRun(ctx, "send_failed", sent.error.message, nodeKey, {
-      upstream: sent.error,
-      ...(sent.messageId ? { message_id: sent.messageId } : {}),
-    });
+  if (!queued.ok) {
+    await failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
   }
-  await event(ctx, "message_sent", nodeKey, {
+  ctx.run = { ...ctx.run, awaitingMessageId: queued.messageId, questionSentAt: null };
+  await updateActiveRun(ctx.db, ctx.run.id, { awaitingMessageId: queued.messageId, questionSentAt: null });
+  return true;
+}
+
+/**
+ * After a node's message went out (the send job calls this in its own
+ * advance): a waiting node now waits, from the moment Meta took its question;
+ * a sending node walks on to its next node.
+ */
+export async function continueAfterSend(
+  ctx: RunContext,
+  sent: { messageId: string; upstreamId: string | null; type: string; at: Date },
+): Promise<void> {
+  const key = ctx.run.currentNodeKey;
+  ctx.run = { ...ctx.run, awaitingMessageId: null, lastActivityAt: ctx.deps.now() };
+  const waits = key !== null && (await loadNode(ctx, key))?.nodeType;
+  const questionSentAt = waits && WAITING_NODES.has(waits) ? sent.at : null;
+  ctx.run = { ...ctx.run, questionSentAt };
+  await updateActiveRun(ctx.db, ctx.run.id, {
+    awaitingMessageId: null,
+    questionSentAt,
+    lastActivityAt: ctx.run.lastActivityAt,
+  });
+  await event(ctx, "message_sent", key, {
     message_id: sent.messageId,
     upstream_message_id: sent.upstreamId,
-    type: built.message.outbound.type,
+    type: sent.type,
   });
-  return true;
+  if (!key) return;
+  const node = await loadNode(ctx, key);
+  if (!node) return failRun(ctx, "node_missing", `Node "${key}" does not exist (the flow was edited)`, key);
+  if (WAITING_NODES.has(node.nodeType)) return;
+  const next = node.config.next_node_key;
+  if (next === undefined || next === "" || next === null) return finish(ctx, "completed", "end_of_path", key);
+  return walk(ctx, next, key);
+}
+
+/** A `wait` node: the run sleeps until its resume job (scheduled in this advance) wakes it. */
+async function enterWait(ctx: RunContext, key: string, config: Record<string, unknown>) {
+  const minutes = config.minutes;
+  if (
+    typeof minutes !== "number" ||
+    !Number.isFinite(minutes) ||
+    minutes < WAIT_MINUTES.min ||
+    minutes > WAIT_MINUTES.max
+  ) {
+    return failRun(
+      ctx,
+      "invalid_node",
+      `wait "${key}" needs minutes between ${WAIT_MINUTES.min} and ${WAIT_MINUTES.max}`,
+      key,
+    );
+  }
+  const resumeAt = new Date(ctx.deps.now().getTime() + minutes * 60_000);
+  ctx.run = { ...ctx.run, resumeAt };
+  await updateActiveRun(ctx.db, ctx.run.id, { resumeAt });
+  await scheduleResume(ctx.db, { run: ctx.run, contact: ctx.contact, nodeKey: key, at: resumeAt });
+}
+
+/** The end of a `wait`: the walk goes on from the node's next_node_key. */
+export async function resumeAfterWait(ctx: RunContext, nodeKey: string): Promise<"resumed" | "stale"> {
+  if (ctx.run.currentNodeKey !== nodeKey || ctx.run.resumeAt === null) return "stale";
+  const node = await loadNode(ctx, nodeKey);
+  ctx.run = { ...ctx.run, resumeAt: null, lastActivityAt: ctx.deps.now() };
+  await updateActiveRun(ctx.db, ctx.run.id, { resumeAt: null, lastActivityAt: ctx.run.lastActivityAt });
+  if (!node || node.nodeType !== "wait") {
+    await failRun(
+      ctx,
+      "node_missing",
+      `Node "${nodeKey}" is no longer a wait node (the flow was edited)`,
+      nodeKey,
+    );
+    return "resumed";
+  }
+  await walk(ctx, node.config.next_node_key, nodeKey);
+  return "resumed";
 }
 
 /** Sends the question of a waiting node and leaves the run waiting there. */
@@ -223,9 +302,9 @@ async function enterWaiting(
   config: Record<string, unknown>,
   repromptCount: number,
 ) {
-  if (!(await sendNode(ctx, nodeKey, nodeType, config))) return;
   ctx.run = { ...ctx.run, repromptCount, lastActivityAt: ctx.deps.now() };
   await updateActiveRun(ctx.db, ctx.run.id, { repromptCount, lastActivityAt: ctx.run.lastActivityAt });
+  await sendNode(ctx, nodeKey, nodeType, config);
 }
 
 async function setTag(ctx: RunContext, mode: "add" | "remove", tag: string) {
@@ -322,12 +401,8 @@ export async function answer(ctx: RunContext, message: InboundInput): Promise<"a
     return "advanced";
   }
   if (!WAITING_NODES.has(node.nodeType)) {
-    await failRun(
-      ctx,
-      "invalid_node",
-      `Node "${key}" does not wait for an answer (the flow was edited)`,
-      key,
-    );
+    // A run left between nodes (no send or wait pending): it goes on from where it stood.
+    await walk(ctx, key, null);
     return "advanced";
   }
   const found = readAnswer(node.nodeType, node.config, message);

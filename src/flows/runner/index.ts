@@ -1,13 +1,10 @@
 import type { FastifyInstance } from "fastify";
 import type { AppDeps } from "../../deps.js";
-import { handleInboundMessage } from "./dispatch.js";
 import { registerRunRoutes } from "./routes.js";
-import { SWEEP_INTERVAL_MS, sweepTimedOutRuns } from "./timeouts.js";
 
 /**
- * Advances running at once. Each holds one pooled connection for the
- * contact's lock (and the inbox's send path borrows another), so the cap
- * leaves the rest of the pool to the webhook and the API.
+ * Manual starts running at once. Each holds one pooled connection for the
+ * contact's lock, so the cap leaves the rest of the pool to the API.
  */
 export const MAX_CONCURRENT_ADVANCES = 4;
 
@@ -28,25 +25,11 @@ export function createLimiter(max: number) {
 }
 
 /**
- * The flow runner: advances runs on every stored inbound customer message,
- * times out stale runs every minute, and serves the run endpoints.
+ * The flow runner's HTTP side: the run endpoints. Its background side runs as
+ * jobs (src/jobs/tasks): customer messages are offered from the job that
+ * processes their delivery, bot messages go out through send jobs, waits end
+ * through resume jobs, and the timeout sweep runs once a minute.
  */
 export function registerRunner(app: FastifyInstance, deps: AppDeps) {
-  const limit = createLimiter(MAX_CONCURRENT_ADVANCES);
-  deps.events.onInboundMessage(async (event) => {
-    const outcome = await limit(() => handleInboundMessage(deps, event));
-    app.log.debug({ messageId: event.messageId, outcome }, "flow runner took an inbound message");
-  });
-
-  const timer = setInterval(() => {
-    sweepTimedOutRuns(deps, deps.now())
-      .then((result) => {
-        if (result.timedOut > 0) app.log.info({ timedOut: result.timedOut }, "flow runs timed out");
-      })
-      .catch((error: unknown) => app.log.error({ err: error }, "flow run timeout sweep failed"));
-  }, SWEEP_INTERVAL_MS);
-  timer.unref();
-  app.addHook("onClose", async () => clearInterval(timer));
-
-  registerRunRoutes(app, deps, limit);
+  registerRunRoutes(app, deps, createLimiter(MAX_CONCURRENT_ADVANCES));
 }

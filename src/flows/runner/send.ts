@@ -1,49 +1,97 @@
-import { ApiError } from "../../http/errors.js";
-import { sendAgentText } from "../../inbox/send.js";
-import type { RunnerDeps } from "./engine.js";
+import { and, eq } from "drizzle-orm";
+import type { DbOrTx } from "../../db/client.js";
+import { messagingConfigs } from "../../db/schema/index.js";
+import { insertPendingMessage } from "../../inbox/send.js";
+import { addJob } from "../../jobs/queue.js";
+import { customerQueue } from "../../messaging/webhook-payload.js";
 import type { BuiltMessage } from "./outbound.js";
+import type { RunRow } from "./store.js";
 
-export type SendResult =
-  | { ok: true; messageId: string; upstreamId: string | null }
-  | { ok: false; messageId: string | null; error: { message: string } & Record<string, unknown> };
+export const SEND_BOT_MESSAGE_TASK = "send-bot-message";
+export const RESUME_WAIT_TASK = "resume-wait";
+
+/** What a send job carries: the message, its run, and the steps its advance had taken. */
+export interface BotSendPayload {
+  messageId: string;
+  runId: string;
+  steps: number;
+  /** Attempts made so far (retries after a provable non-delivery). */
+  attempt?: number;
+}
+
+type Queued = { ok: true; messageId: string } | { ok: false; reason: string; message: string };
 
 /**
- * A bot message goes out through the inbox's send path, like an agent's reply:
- * stored first (sender_type bot), then sent, then marked sent or failed with
- * the upstream error. Its HTTP-shaped errors become a result the runner
- * records on the run; they never carry the access token.
+ * Stores a bot message `pending` and adds its send job, both in the advance's
+ * transaction: the message exists exactly when its job does. The job runs on
+ * the customer's queue, after whatever of theirs is already waiting there.
  */
-export async function sendBotMessage(
-  deps: RunnerDeps,
+export async function queueBotMessage(
+  db: DbOrTx,
   input: {
-    accountId: string;
-    conversationId: string | null;
-    contactPhone: string | null;
+    run: RunRow;
+    contact: { phone: string | null; waId: string };
     message: BuiltMessage;
+    steps: number;
+    now: Date;
   },
-): Promise<SendResult> {
-  if (!input.conversationId) {
-    return { ok: false, messageId: null, error: { message: "The run has no conversation to write to" } };
+): Promise<Queued> {
+  const { run } = input;
+  if (!run.conversationId) {
+    return { ok: false, reason: "send_failed", message: "The run has no conversation to write to" };
   }
-  try {
-    const sent = await sendAgentText(deps, {
-      accountId: input.accountId,
-      userId: null,
-      sender: "bot",
-      conversationId: input.conversationId,
-      contactPhone: input.contactPhone,
-      text: input.message.text,
-      outbound: input.message.outbound,
-    });
-    return { ok: true, messageId: sent.id, upstreamId: sent.message_id };
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
-    const stored = error.extra?.message as { id?: unknown; error?: unknown } | undefined;
-    const upstream = stored?.error && typeof stored.error === "object" ? stored.error : {};
+  const [config] = await db
+    .select({ phoneNumberId: messagingConfigs.phoneNumberId })
+    .from(messagingConfigs)
+    .where(eq(messagingConfigs.accountId, run.accountId));
+  if (!config) {
     return {
       ok: false,
-      messageId: typeof stored?.id === "string" ? stored.id : null,
-      error: { ...(upstream as Record<string, unknown>), message: error.message },
+      reason: "send_failed",
+      message: "The messaging channel is not configured for this account",
     };
   }
+  if (!input.contact.phone)
+    return { ok: false, reason: "send_failed", message: "The contact has no phone number" };
+  const row = await insertPendingMessage(db, {
+    accountId: run.accountId,
+    conversationId: run.conversationId,
+    userId: null,
+    sender: "bot",
+    text: input.message.text,
+    outbound: input.message.outbound,
+    now: input.now,
+  });
+  const payload: BotSendPayload = { messageId: row.id, runId: run.id, steps: input.steps };
+  await addJob(
+    db,
+    SEND_BOT_MESSAGE_TASK,
+    { ...payload },
+    {
+      queueName: customerQueue(config.phoneNumberId, input.contact.waId),
+      maxAttempts: 3,
+    },
+  );
+  return { ok: true, messageId: row.id };
+}
+
+/** Schedules the end of a `wait` node: once, on whichever instance is free then. */
+export async function scheduleResume(
+  db: DbOrTx,
+  input: { run: RunRow; contact: { waId: string }; nodeKey: string; at: Date },
+) {
+  const [config] = await db
+    .select({ phoneNumberId: messagingConfigs.phoneNumberId })
+    .from(messagingConfigs)
+    .where(and(eq(messagingConfigs.accountId, input.run.accountId)));
+  await addJob(
+    db,
+    RESUME_WAIT_TASK,
+    { runId: input.run.id, nodeKey: input.nodeKey },
+    {
+      runAt: input.at,
+      jobKey: `wait:${input.run.id}`,
+      queueName: config ? customerQueue(config.phoneNumberId, input.contact.waId) : undefined,
+    },
+  );
 }

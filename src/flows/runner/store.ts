@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/node-postgres";
 import type pg from "pg";
-import type { Db } from "../../db/client.js";
+import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
 import * as schema from "../../db/schema/index.js";
 import { flowRunEvents, flowRuns } from "../../db/schema/index.js";
@@ -41,7 +41,7 @@ export class RunGone extends Error {
 const FOREIGN_KEY_VIOLATION = "23503";
 
 export async function addRunEvent(
-  db: Db,
+  db: DbOrTx,
   run: Pick<RunRow, "id" | "flowId">,
   event: { type: RunEventType; nodeKey?: string | null; payload?: Record<string, unknown>; at: Date },
 ) {
@@ -62,9 +62,20 @@ export async function addRunEvent(
 
 /** Changes an active run; RunGone when it is no longer there to change. */
 export async function updateActiveRun(
-  db: Db,
+  db: DbOrTx,
   runId: string,
-  patch: Partial<Pick<RunRow, "currentNodeKey" | "vars" | "repromptCount" | "lastActivityAt">>,
+  patch: Partial<
+    Pick<
+      RunRow,
+      | "currentNodeKey"
+      | "vars"
+      | "repromptCount"
+      | "lastActivityAt"
+      | "awaitingMessageId"
+      | "questionSentAt"
+      | "resumeAt"
+    >
+  >,
 ) {
   const rows = await db
     .update(flowRuns)
@@ -76,20 +87,27 @@ export async function updateActiveRun(
 
 /** Ends an active run; RunGone when it already ended or vanished. */
 export async function endActiveRun(
-  db: Db,
+  db: DbOrTx,
   runId: string,
   end: { status: Exclude<RunStatus, "active">; reason: string; at: Date },
 ) {
   const rows = await db
     .update(flowRuns)
-    .set({ status: end.status, endReason: end.reason, endedAt: end.at, lastActivityAt: end.at })
+    .set({
+      status: end.status,
+      endReason: end.reason,
+      endedAt: end.at,
+      lastActivityAt: end.at,
+      awaitingMessageId: null,
+      resumeAt: null,
+    })
     .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active")))
     .returning({ id: flowRuns.id });
   if (rows.length === 0) throw new RunGone();
 }
 
 /** The contact's active run, if any. */
-export async function findActiveRun(db: Db, accountId: string, contactId: string) {
+export async function findActiveRun(db: DbOrTx, accountId: string, contactId: string) {
   const [run] = await db
     .select()
     .from(flowRuns)
@@ -104,23 +122,23 @@ export async function findActiveRun(db: Db, accountId: string, contactId: string
 }
 
 /**
- * Runs a function while holding the contact's session-level advisory lock on
- * one pooled connection, with a drizzle handle bound to that connection. All
- * advances of one contact (across instances too) take turns; the lock goes
- * with the connection if the process dies. Everything the function does runs
- * on that one connection, so a busy runner cannot starve itself of the pool.
+ * Runs a function in one transaction while holding the contact's
+ * session-level advisory lock on one pooled connection. All advances of one
+ * contact (across instances too) take turns; the lock goes with the
+ * connection if the process dies, and so does the transaction: an advance is
+ * all written or not at all (its sends are jobs added in that transaction).
  */
 export async function withContactLock<T>(
   pool: pg.Pool,
   key: { accountId: string; contactId: string },
-  work: (db: Db) => Promise<T>,
+  work: (db: DbOrTx) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
   const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
   let broken: Error | undefined;
   try {
     await client.query("select pg_advisory_lock(hashtextextended($1, 0))", [lockKey]);
-    return await work(drizzle(client, { schema }));
+    return await drizzle(client, { schema }).transaction((tx) => work(tx));
   } finally {
     try {
       await client.query("select pg_advisory_unlock(hashtextextended($1, 0))", [lockKey]);

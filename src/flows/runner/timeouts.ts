@@ -5,8 +5,6 @@ import * as schema from "../../db/schema/index.js";
 import { DEFAULT_FALLBACK_POLICY, flowRunEvents } from "../../db/schema/index.js";
 import { MAX_TIMEOUT_HOURS } from "../triggers.js";
 
-/** How often each instance tries to sweep. */
-export const SWEEP_INTERVAL_MS = 60_000;
 /** Runs ended per statement; a sweep repeats until none is left. */
 const SWEEP_BATCH = 500;
 
@@ -45,11 +43,12 @@ export async function sweepTimedOutRuns(
             hours: number;
           }>(sql`
           update flow_runs r
-          set status = 'timed_out', end_reason = 'timeout', ended_at = ${now}, last_activity_at = ${now}
+          set status = 'timed_out', end_reason = 'timeout', ended_at = ${now}, last_activity_at = ${now},
+              question_sent_at = null
           from (
             select r2.id, ${hours} as hours
             from flow_runs r2 join flows f on f.id = r2.flow_id
-            where r2.status = 'active'
+            where r2.status = 'active' and r2.resume_at is null and r2.awaiting_message_id is null
               and r2.last_activity_at < ${now}::timestamptz - make_interval(secs => ${hours} * 3600)
             limit ${SWEEP_BATCH}
             for update of r2 skip locked

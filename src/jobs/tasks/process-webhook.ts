@@ -1,0 +1,54 @@
+import { inArray } from "drizzle-orm";
+import { pgErrorCode } from "../../db/errors.js";
+import { messagingConfigs } from "../../db/schema/index.js";
+import { offerInboundMessage } from "../../flows/runner/dispatch.js";
+import { readWebhookBatch } from "../../messaging/webhook-payload.js";
+import { storeChange } from "../../messaging/webhook-store.js";
+import type { Task } from "../types.js";
+
+/**
+ * One signed delivery from Meta, acknowledged already: stores each change in
+ * its own transaction, then offers the customer messages to the flow runner.
+ * Safe to run again after a crash: messages are stored once per upstream id,
+ * and the runner's receipts keep a message from acting twice. A change that
+ * cannot be stored makes the job fail after the others are done, and it runs
+ * again later (the stored ones are found, not stored twice).
+ */
+export const processWebhook: Task = async (payload, deps) => {
+  const { db, log } = deps;
+  const batch = readWebhookBatch(payload.delivery);
+  for (const problem of batch.problems) log.warn({ problem }, "webhook part skipped");
+
+  const phoneNumberIds = [...new Set(batch.changes.map((c) => c.phoneNumberId))];
+  const owners = phoneNumberIds.length
+    ? await db
+        .select({ accountId: messagingConfigs.accountId, phoneNumberId: messagingConfigs.phoneNumberId })
+        .from(messagingConfigs)
+        .where(inArray(messagingConfigs.phoneNumberId, phoneNumberIds))
+    : [];
+  const accountOf = new Map(owners.map((o) => [o.phoneNumberId, o.accountId]));
+
+  let failed = 0;
+  for (const change of batch.changes) {
+    const accountId = accountOf.get(change.phoneNumberId);
+    if (!accountId) {
+      log.info({ at: change.at }, "webhook change for an unknown phone number ignored");
+      continue;
+    }
+    try {
+      const result = await storeChange(db, { accountId, change, now: deps.now });
+      for (const note of result.notes) log.info({ at: change.at, note }, "webhook part skipped");
+      for (const message of result.inbound) await offerInboundMessage(deps, message);
+    } catch (error) {
+      failed += 1;
+      // Only the code and text: the query parameters hold customer messages.
+      const cause = (error as { cause?: unknown }).cause ?? error;
+      log.error(
+        { at: change.at, code: pgErrorCode(error), reason: (cause as Error).message },
+        "webhook change could not be processed",
+      );
+    }
+  }
+  if (failed > 0)
+    throw new Error(`${failed} change(s) of the delivery could not be processed; trying again later`);
+};

@@ -1,0 +1,248 @@
+import { and, eq, isNull } from "drizzle-orm";
+import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../../db/schema/index.js";
+import type { AppDeps } from "../../deps.js";
+import { contextFor } from "../../flows/runner/dispatch.js";
+import { continueAfterSend, failRun, guardRun } from "../../flows/runner/engine.js";
+import { type BotSendPayload, SEND_BOT_MESSAGE_TASK } from "../../flows/runner/send.js";
+import { withContactLock } from "../../flows/runner/store.js";
+import { customerQueue } from "../../messaging/webhook-payload.js";
+import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../../upstream/graph.js";
+import { addJob } from "../queue.js";
+import type { Task } from "../types.js";
+
+/** Sends of one message, the first included, while Meta provably does not take it. */
+export const MAX_SEND_ATTEMPTS = 6;
+
+/** Meta's codes that say the message was refused for throughput or rate, not taken. */
+const RATE_CODES = new Set([4, 80007, 130429, 131056]);
+
+export type SendFailure = "retry" | "unknown" | "final";
+
+/**
+ * Whether Meta provably did not take the message (retry), cannot be known to
+ * have taken it or not (unknown: never sent again, since Meta has no
+ * idempotency key), or refused it for good (final).
+ */
+export function classifySendError(error: unknown): SendFailure {
+  if (!(error instanceof GraphApiError)) return "unknown";
+  switch (error.kind) {
+    case "api":
+      if (error.code !== undefined && RATE_CODES.has(error.code)) return "retry";
+      return (error.status ?? 0) >= 500 ? "retry" : "final";
+    case "network":
+      return error.refused ? "retry" : "unknown";
+    case "timeout":
+      return "unknown";
+    default:
+      // An answer without Meta's error envelope: a 5xx may come from a proxy after Meta took it.
+      return (error.status ?? 0) >= 500 || error.status === undefined ? "unknown" : "final";
+  }
+}
+
+/** Exponential backoff with full jitter: about 2 s, 4 s, 8 s ... capped at 5 minutes. */
+export function retryDelayMs(attempt: number, random = Math.random): number {
+  const ceiling = Math.min(300_000, 2_000 * 2 ** (attempt - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+const UNKNOWN_OUTCOME =
+  "The send was interrupted after the request went out; Meta may or may not have delivered it, so it is not sent again";
+
+/**
+ * Sends one queued bot message and moves its run on. Marks the message as
+ * being sent (committed) before the upstream call: a job that finds that mark
+ * (the process died between sending and recording) does not send again, and
+ * ends the run `failed` with reason `send_outcome_unknown`.
+ */
+export const sendBotMessage: Task = async (raw, deps) => {
+  const payload = raw as unknown as BotSendPayload;
+  const attempt = payload.attempt ?? 1;
+  const { db } = deps;
+
+  const [claimed] = await db
+    .update(messages)
+    .set({ sendStartedAt: deps.now() })
+    .where(
+      and(eq(messages.id, payload.messageId), eq(messages.status, "pending"), isNull(messages.sendStartedAt)),
+    )
+    .returning();
+  if (!claimed) {
+    const [seen] = await db.select().from(messages).where(eq(messages.id, payload.messageId));
+    if (seen?.status === "pending") {
+      await recordFailure(
+        deps,
+        payload,
+        { message: UNKNOWN_OUTCOME, kind: "unknown_outcome" },
+        "send_outcome_unknown",
+      );
+    }
+    return;
+  }
+
+  const target = await sendTarget(deps, payload);
+  if (!target.ok) {
+    await recordFailure(deps, payload, { message: target.problem }, target.reason);
+    return;
+  }
+
+  let upstreamId: string;
+  try {
+    const outbound = (claimed.payload as OutboundMessage | null) ?? {
+      type: "text",
+      text: { body: claimed.text ?? "" },
+    };
+    upstreamId = (await deps.graph.sendMessage(target.token, target.phoneNumberId, target.to, outbound))
+      .messageId;
+  } catch (error) {
+    const kind = classifySendError(error);
+    const details =
+      error instanceof GraphApiError ? error.toJSON() : { message: "The message could not be sent" };
+    if (kind === "retry" && attempt < MAX_SEND_ATTEMPTS) {
+      await db.transaction(async (tx) => {
+        await tx.update(messages).set({ sendStartedAt: null }).where(eq(messages.id, payload.messageId));
+        await addJob(
+          tx,
+          SEND_BOT_MESSAGE_TASK,
+          { ...payload, attempt: attempt + 1 },
+          {
+            queueName: target.queue,
+            runAt: new Date(Date.now() + retryDelayMs(attempt)),
+            maxAttempts: 3,
+          },
+        );
+      });
+      deps.log.warn(
+        { messageId: payload.messageId, attempt, code: (details as { code?: unknown }).code ?? null },
+        "bot send refused; retrying",
+      );
+      return;
+    }
+    if (kind === "unknown") {
+      await recordFailure(
+        deps,
+        payload,
+        { ...details, message: `${UNKNOWN_OUTCOME} (${details.message})` },
+        "send_outcome_unknown",
+      );
+    } else {
+      await recordFailure(deps, payload, details, "send_failed");
+    }
+    return;
+  }
+
+  const sentAt = deps.now();
+  await withContactLock(
+    deps.pool,
+    { accountId: claimed.accountId, contactId: target.contactId },
+    async (tx) => {
+      await tx
+        .update(messages)
+        .set({ status: "sent", messageId: upstreamId, updatedAt: sentAt })
+        .where(eq(messages.id, payload.messageId));
+      const [run] = await tx.select().from(flowRuns).where(eq(flowRuns.id, payload.runId));
+      if (!run || run.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
+      const ctx = await contextFor(tx, deps, run);
+      if (!ctx) return;
+      ctx.steps = payload.steps;
+      await guardRun(ctx, () =>
+        continueAfterSend(ctx, { messageId: payload.messageId, upstreamId, type: claimed.type, at: sentAt }),
+      );
+    },
+  );
+};
+
+type Target =
+  | {
+      ok: true;
+      token: string;
+      phoneNumberId: string;
+      to: string;
+      contactId: string;
+      queue: string | undefined;
+    }
+  | { ok: false; problem: string; reason: string };
+
+/** Where the message goes, checked again at send time: the run, the channel, the number. */
+async function sendTarget(deps: AppDeps, payload: BotSendPayload): Promise<Target> {
+  const [row] = await deps.db
+    .select({
+      runStatus: flowRuns.status,
+      awaiting: flowRuns.awaitingMessageId,
+      contactId: contacts.id,
+      phone: contacts.phone,
+      waId: contacts.waId,
+      phoneNumberId: messagingConfigs.phoneNumberId,
+      accessToken: messagingConfigs.accessToken,
+    })
+    .from(messages)
+    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
+    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
+    .leftJoin(flowRuns, eq(flowRuns.id, payload.runId))
+    .leftJoin(messagingConfigs, eq(messagingConfigs.accountId, messages.accountId))
+    .where(eq(messages.id, payload.messageId));
+  if (!row) return { ok: false, problem: "The conversation no longer exists", reason: "send_failed" };
+  if (row.runStatus !== "active" || row.awaiting !== payload.messageId) {
+    return {
+      ok: false,
+      problem: "Not sent: the flow run ended before the message's turn came",
+      reason: "run_ended",
+    };
+  }
+  if (!row.phoneNumberId || !row.accessToken) {
+    return {
+      ok: false,
+      problem: "The messaging channel is not configured for this account",
+      reason: "send_failed",
+    };
+  }
+  const to = toUpstreamPhone(row.phone);
+  if (!to) return { ok: false, problem: "The contact has no phone number", reason: "send_failed" };
+  let token: string;
+  try {
+    token = deps.cipher.decrypt(row.accessToken);
+  } catch {
+    return {
+      ok: false,
+      problem: "The stored access token cannot be decrypted: reconnect the messaging channel",
+      reason: "send_failed",
+    };
+  }
+  const queue = customerQueue(row.phoneNumberId, row.waId);
+  return { ok: true, token, phoneNumberId: row.phoneNumberId, to, contactId: row.contactId, queue };
+}
+
+/** Marks the message failed and ends its run `failed` (when it still waits for this message). */
+async function recordFailure(
+  deps: AppDeps,
+  payload: BotSendPayload,
+  error: Record<string, unknown> & { message: string },
+  reason: string,
+) {
+  const [message] = await deps.db
+    .update(messages)
+    .set({ status: "failed", error, updatedAt: deps.now() })
+    .where(and(eq(messages.id, payload.messageId), eq(messages.status, "pending")))
+    .returning({ accountId: messages.accountId, conversationId: messages.conversationId });
+  if (!message || reason === "run_ended") return;
+  const [conversation] = await deps.db
+    .select({ contactId: conversations.contactId })
+    .from(conversations)
+    .where(eq(conversations.id, message.conversationId));
+  if (!conversation) return;
+  await withContactLock(
+    deps.pool,
+    { accountId: message.accountId, contactId: conversation.contactId },
+    async (tx) => {
+      const [run] = await tx.select().from(flowRuns).where(eq(flowRuns.id, payload.runId));
+      if (!run || run.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
+      const ctx = await contextFor(tx, deps, run);
+      if (!ctx) return;
+      await guardRun(ctx, () =>
+        failRun(ctx, reason, error.message, run.currentNodeKey, {
+          upstream: error,
+          message_id: payload.messageId,
+        }),
+      );
+    },
+  );
+}
