@@ -35,6 +35,7 @@ export function outputsOf(node: FlowNode): Output[] {
     case "send_media":
     case "collect_input":
     case "set_tag":
+    case "wait":
       return [field("next_node_key", "next")(c)];
     case "condition":
       return [field("true_next", "true")(c), field("false_next", "false")(c)];
@@ -83,6 +84,7 @@ export const NODE_LABELS: Record<NodeType, string> = {
   collect_input: "Ask a question",
   condition: "Condition",
   set_tag: "Tag contact",
+  wait: "Wait",
   handoff: "Hand off to agent",
   end: "End",
 };
@@ -107,6 +109,7 @@ export const DEFAULT_CONFIGS: Record<NodeType, Rec> = {
     false_next: "",
   },
   set_tag: { mode: "add", tag: "" },
+  wait: { minutes: 60 },
   handoff: { note: "" },
   end: {},
 };

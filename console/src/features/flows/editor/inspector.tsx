@@ -369,6 +369,24 @@ export function Inspector(props: {
             <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
           </>
         );
+      case "wait":
+        return (
+          <>
+            <div className="field">
+              <label htmlFor="insp-minutes">Minutes to wait</label>
+              <input
+                id="insp-minutes"
+                type="number"
+                min={1}
+                max={43200}
+                value={typeof c.minutes === "number" ? c.minutes : ""}
+                onChange={(e) => set("minutes")(e.target.value === "" ? "" : Number(e.target.value))}
+              />
+              <p className="hint">From 1 minute to 30 days (43,200 minutes).</p>
+            </div>
+            <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
+          </>
+        );
       case "handoff":
         return (
           <>

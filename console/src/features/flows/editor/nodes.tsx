@@ -17,6 +17,8 @@ const SUMMARIES: Record<NodeType, (c: Record<string, unknown>) => string> = {
   collect_input: (c) => `${text(c.prompt_text)}${c.var_key ? ` → {{vars.${text(c.var_key)}}}` : ""}`,
   condition: (c) => `${text(c.subject)} ${text(c.subject_key)} ${text(c.operator)} ${text(c.value)}`.trim(),
   set_tag: (c) => `${c.mode === "remove" ? "Remove" : "Add"} tag ${text(c.tag)}`,
+  wait: (c) =>
+    typeof c.minutes === "number" ? `Wait ${c.minutes} minute${c.minutes === 1 ? "" : "s"}` : "Wait",
   handoff: (c) => text(c.note) || "Pass the conversation to an agent",
   end: () => "The run completes",
 };
