@@ -166,6 +166,80 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     await shot("inbox-1280");
   });
 
+  it("assigns and parks the conversation, tags the contact and answers with a canned response", async () => {
+    await page.goto(`${stack.url}/inbox/${conversationId}`);
+    const thread = page.getByRole("list", { name: "Messages" });
+    await thread.getByText("Hi! Do you ship to Lisbon?").waitFor();
+
+    if (!(await routeExists(stack.url, "PATCH", `/api/conversations/${conversationId}`, await cookie()))) {
+      console.log("SKIPPED: assignment and status (PATCH /api/conversations/{id} is not on this server yet)");
+    } else {
+      await page.getByLabel("Assignee").selectOption({ label: `${owner.name} (me)` });
+      await page.getByLabel("Status").selectOption("pending");
+      await page.getByRole("button", { name: /^Pending/ }).click();
+      await page.getByRole("link", { name: /Sam Customer/ }).waitFor();
+      await page.getByLabel("Status").selectOption("open");
+      await page.getByRole("button", { name: /^Open/ }).click();
+      await page.getByRole("link", { name: /Sam Customer/ }).waitFor();
+    }
+
+    const listed = (await (
+      await fetch(`${stack.url}/api/conversations`, { headers: { cookie: await cookie() } })
+    ).json()) as { conversations: Array<{ id: string; contact: { id: string } }> };
+    const contactId = listed.conversations.find((c) => c.id === conversationId)?.contact.id ?? "";
+    if (!(await routeExists(stack.url, "PATCH", `/api/contacts/${contactId}`, await cookie()))) {
+      console.log("SKIPPED: tagging a contact (PATCH /api/contacts/{id} is not on this server yet)");
+    } else {
+      await page.getByLabel("New tag").fill("wholesale");
+      await page.getByRole("button", { name: "Add", exact: true }).click();
+      await page.getByRole("list", { name: "Tags" }).getByText("wholesale").waitFor();
+    }
+
+    if (!(await routeExists(stack.url, "GET", "/api/canned-responses", await cookie()))) {
+      console.log("SKIPPED: canned responses (GET/POST /api/canned-responses is not on this server yet)");
+    } else {
+      await page.getByRole("link", { name: "Settings" }).click();
+      await page.getByRole("link", { name: "Canned responses" }).click();
+      await page.getByLabel("Shortcut").fill("Bad Shortcut!");
+      await page.getByLabel("Text").fill("We roast every Monday.");
+      await page.getByRole("button", { name: "Add" }).click();
+      // The refusal is shown next to the field it concerns.
+      await page
+        .locator(".field", { has: page.getByLabel("Shortcut") })
+        .locator(".field-error")
+        .waitFor();
+      await page.getByLabel("Shortcut").fill("roast");
+      await page.getByRole("button", { name: "Add" }).click();
+      await page.getByText("/roast").waitFor();
+      await page.goto(`${stack.url}/inbox/${conversationId}`);
+      await page.getByLabel("Message", { exact: true }).fill("/ro");
+      await page
+        .getByRole("list", { name: "Canned responses" })
+        .getByText("We roast every Monday.")
+        .waitFor();
+      await page.getByLabel("Message", { exact: true }).press("Enter");
+      await expect(page.getByLabel("Message", { exact: true }).inputValue()).resolves.toBe(
+        "We roast every Monday.",
+      );
+      await page.getByRole("button", { name: "Send" }).click();
+      await page.locator(".bubble.out", { hasText: "We roast every Monday." }).waitFor();
+    }
+  });
+
+  it("offers only templates when the customer's 24-hour window has closed", async (ctx) => {
+    if (!(await routeExists(stack.url, "GET", "/api/messaging/templates", await cookie()))) {
+      console.log("SKIPPED: the template picker (GET /api/messaging/templates is not on this server yet)");
+      ctx.skip();
+    }
+    const twoDaysAgo = Math.floor(Date.now() / 1000) - 2 * 24 * 3600;
+    await stack.customer("15550002222", "Old Friend").text("Hello from last week", { timestamp: twoDaysAgo });
+    await page.goto(`${stack.url}/inbox`);
+    await page.getByRole("link", { name: /Old Friend/ }).click();
+    await page.getByText("WhatsApp only allows an approved template now").waitFor();
+    expect(await page.getByLabel("Message", { exact: true }).count()).toBe(0);
+    await page.getByLabel("Template").waitFor();
+  });
+
   it("builds a flow from a template on the canvas, fixes an activation issue and sees the run's events", async () => {
     await page.getByRole("link", { name: "Flows" }).click();
     await page.getByRole("button", { name: "New flow" }).click();

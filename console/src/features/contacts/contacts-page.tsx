@@ -1,7 +1,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "wouter";
-import { api, isMissingRoute } from "../../lib/api";
+import { api, isMissingRoute, listOf } from "../../lib/api";
 import { contactLabel } from "../../lib/format";
 import type { Contact } from "../../lib/types";
 import { Empty, PageHeader, Spinner, Unavailable } from "../../lib/ui";
@@ -16,7 +16,7 @@ export function ContactsPage() {
       if (q.trim()) params.set("q", q.trim());
       if (tag.trim()) params.set("tag", tag.trim());
       try {
-        return (await api<{ contacts: Contact[] }>(`/api/contacts?${params}`)).contacts;
+        return listOf<Contact>(await api(`/api/contacts?${params}`), "contacts");
       } catch (error) {
         if (isMissingRoute(error)) return null;
         throw error;

@@ -1,5 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
-import { api, isMissingRoute } from "../../lib/api";
+import { api, isMissingRoute, listOf } from "../../lib/api";
 import { pollInterval } from "../../lib/live";
 import type { CannedResponse, Conversation, Member, Message, WaTemplate } from "../../lib/types";
 
@@ -88,8 +88,7 @@ export function useCannedResponses() {
     queryKey: ["canned"],
     queryFn: async () => {
       try {
-        const r = await api<{ canned_responses: CannedResponse[] }>("/api/canned-responses");
-        return r.canned_responses;
+        return listOf<CannedResponse>(await api("/api/canned-responses"), "canned_responses");
       } catch (error) {
         if (isMissingRoute(error)) return null;
         throw error;

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, isMissingRoute } from "../../lib/api";
+import { api, isMissingRoute, listOf } from "../../lib/api";
 import { fullTime, shortTime } from "../../lib/format";
 import type { ApiKey } from "../../lib/types";
 import { Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
@@ -11,7 +11,7 @@ export function ApiKeysSettings() {
     queryKey: ["api-keys"],
     queryFn: async () => {
       try {
-        return (await api<{ api_keys: ApiKey[] }>("/api/api-keys")).api_keys;
+        return listOf<ApiKey>(await api("/api/api-keys"), "api_keys");
       } catch (error) {
         if (isMissingRoute(error)) return null;
         throw error;

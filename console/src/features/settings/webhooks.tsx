@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, isMissingRoute } from "../../lib/api";
+import { api, isMissingRoute, listOf } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
 import { Badge, Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
@@ -18,8 +18,8 @@ function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
   const deliveries = useQuery({
     queryKey: ["webhook-deliveries", endpoint.id],
     queryFn: () =>
-      api<{ deliveries: WebhookDelivery[] }>(`/api/webhook-endpoints/${endpoint.id}/deliveries`).then(
-        (r) => r.deliveries,
+      api(`/api/webhook-endpoints/${endpoint.id}/deliveries`).then((r) =>
+        listOf<WebhookDelivery>(r, "deliveries"),
       ),
   });
   if (deliveries.isPending) return <Spinner />;
@@ -46,7 +46,7 @@ export function WebhookSettings() {
     queryKey: ["webhook-endpoints"],
     queryFn: async () => {
       try {
-        return (await api<{ endpoints: WebhookEndpoint[] }>("/api/webhook-endpoints")).endpoints;
+        return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
       } catch (error) {
         if (isMissingRoute(error)) return null;
         throw error;
