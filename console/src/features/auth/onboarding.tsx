@@ -24,6 +24,11 @@ export function OnboardingPage() {
     e.preventDefault();
     create.mutate();
   };
+  const signOut = async () => {
+    await api("/api/auth/sign-out", { method: "POST", body: {}, allowUnauthorized: true }).catch(() => {});
+    client.clear();
+    navigate("/sign-in", { replace: true });
+  };
   const join = (e: FormEvent) => {
     e.preventDefault();
     const token = invite.trim().split("/invite/").pop() ?? "";
@@ -33,7 +38,12 @@ export function OnboardingPage() {
     <div className="auth-page">
       <main className="auth-card auth-card-wide">
         <h1>Welcome, {me.data?.user.name}</h1>
-        <p className="subtitle">Create your business's account, or join your team with an invitation.</p>
+        <p className="subtitle">
+          Create your business's account, or join your team with an invitation. Not {me.data?.user.email}?{" "}
+          <button type="button" className="link-button" onClick={signOut}>
+            Sign out
+          </button>
+        </p>
         <div className="onboarding-grid">
           <form onSubmit={submit} className="form card">
             <h2>Create an account</h2>

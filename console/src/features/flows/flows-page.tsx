@@ -36,6 +36,8 @@ export function FlowsPage() {
     },
   });
 
+  // Servers that count executions say so in every flow.
+  const counted = flows.data?.some((f) => typeof f.execution_count === "number") ?? false;
   return (
     <div className="page">
       <PageHeader
@@ -94,7 +96,7 @@ export function FlowsPage() {
                 <th scope="col">Name</th>
                 <th scope="col">Status</th>
                 <th scope="col">Trigger</th>
-                <th scope="col">Runs</th>
+                {counted ? <th scope="col">Runs</th> : null}
                 <th scope="col">Updated</th>
                 <th scope="col">
                   <span className="sr-only">Actions</span>
@@ -122,7 +124,7 @@ export function FlowsPage() {
                       <span className="muted"> · {(f.trigger_config.keywords as string[]).join(", ")}</span>
                     ) : null}
                   </td>
-                  <td>{f.execution_count ?? "—"}</td>
+                  {counted ? <td>{f.execution_count ?? 0}</td> : null}
                   <td>{shortTime(f.updated_at)}</td>
                   <td className="row-actions">
                     <Link href={`/flows/${f.id}/runs`} aria-label={`Runs of ${f.name}`}>

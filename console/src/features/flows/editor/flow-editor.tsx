@@ -144,9 +144,15 @@ export default function FlowEditorPage() {
     mutationFn: async () => {
       if (!draft) throw new Error("Nothing to save");
       const entry = draft.entry_node_id ?? draft.nodes.find((n) => n.node_type === "start")?.node_key ?? null;
+      const trigger_config = Array.isArray(draft.trigger_config.keywords)
+        ? {
+            ...draft.trigger_config,
+            keywords: (draft.trigger_config.keywords as string[]).map((k) => k.trim()).filter(Boolean),
+          }
+        : draft.trigger_config;
       const saved = await api<FlowWithNodes>(`/api/flows/${id}`, {
         method: "PUT",
-        body: { ...draft, entry_node_id: entry },
+        body: { ...draft, trigger_config, entry_node_id: entry },
       });
       return saved;
     },
