@@ -16,6 +16,8 @@ export default defineConfig({
     manifest: true,
     target: "es2022",
     chunkSizeWarningLimit: 600,
+    // Sizes are measured by scripts/console-size.mjs; computing them here only slows the build.
+    reportCompressedSize: false,
   },
   server: {
     port: 5173,
