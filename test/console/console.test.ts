@@ -289,6 +289,23 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     await page.getByText("Active: customers can trigger this flow now").waitFor();
     await added.locator(".flow-node-issues").waitFor({ state: "detached" });
 
+    // Dragging a node moves it for good once saved.
+    const flowId = new URL(page.url()).pathname.split("/")[2] ?? "";
+    const box = await added.boundingBox();
+    if (!box) throw new Error("the new node is not on screen");
+    await page.mouse.move(box.x + box.width / 2, box.y + 12);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width / 2 + 60, box.y + 12 + 90, { steps: 8 });
+    await page.mouse.up();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    await page.getByRole("button", { name: "Saved", exact: true }).waitFor();
+    const stored = (await (
+      await fetch(`${stack.url}/api/flows/${flowId}`, { headers: { cookie: await cookie() } })
+    ).json()) as { nodes: Array<{ node_key: string; position_y: number }> };
+    const menuY = stored.nodes.find((n) => n.node_key === "menu")?.position_y ?? 0;
+    const movedY = stored.nodes.find((n) => n.node_key === "send_message_1")?.position_y ?? 0;
+    expect(movedY).toBeGreaterThan(menuY + 40);
+
     // The customer triggers it; the run and its events show up.
     await stack.customer("15559876543", "Lena").text("hi there");
     await page.getByRole("link", { name: "Runs" }).click();
@@ -345,6 +362,28 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     } finally {
       await second.context.close();
     }
+  });
+
+  it("answers a conversation by keyboard alone, with the focus always visible", async () => {
+    await page.goto(`${stack.url}/inbox`);
+    const link = page.getByRole("link", { name: /Sam Customer/ });
+    await link.focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("list", { name: "Messages" }).getByText("Hi! Do you ship to Lisbon?").waitFor();
+    const message = page.getByLabel("Message", { exact: true });
+    for (let i = 0; i < 40 && !(await message.evaluate((el) => el === document.activeElement)); i++) {
+      await page.keyboard.press("Tab");
+      const outline = await page.evaluate(() => {
+        const el = document.activeElement as HTMLElement | null;
+        if (!el || el === document.body) return "none";
+        const style = getComputedStyle(el);
+        return `${style.outlineStyle} ${style.outlineWidth}`;
+      });
+      expect(outline).not.toMatch(/^none|0px$/);
+    }
+    await page.keyboard.type("Typed without a mouse.");
+    await page.keyboard.press("Enter");
+    await page.locator(".bubble.out", { hasText: "Typed without a mouse." }).waitFor();
   });
 
   it("sends an expired session to sign-in and back to the page it was on", async () => {
