@@ -416,6 +416,58 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     expect(page.url()).toBe(`${stack.url}/inbox/${conversationId}`);
   });
 
+  it("follows the event stream: an event refreshes the thread, a reconnection resumes with Last-Event-ID", async () => {
+    // The stream is played by the browser's network layer, so this runs whether or not the
+    // server has GET /api/events/stream yet.
+    const live = await context.newPage();
+    const seen: Array<string | undefined> = [];
+    let release: (() => void) | undefined;
+    const second = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const event = (id: string, type: string, data: object) =>
+      `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify({ id, type, created_at: new Date().toISOString(), data })}\n\n`;
+    await live.route("**/api/events/stream", async (route) => {
+      seen.push(route.request().headers()["last-event-id"]);
+      if (seen.length === 1) {
+        await route.fulfill({
+          status: 200,
+          headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+          body: `: connected\n\n${event("17", "conversation.updated", { id: conversationId })}`,
+        });
+      } else if (seen.length === 2) {
+        await second;
+        await route.fulfill({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: event("18", "message.received", { conversation_id: conversationId }),
+        });
+      }
+      // Later reconnections stay open until the page closes.
+    });
+    try {
+      await live.goto(`${stack.url}/inbox/${conversationId}`);
+      const thread = live.getByRole("list", { name: "Messages" });
+      await thread.getByText("Hi! Do you ship to Lisbon?").waitFor();
+      await live.getByText("Live", { exact: true }).waitFor();
+      // The first stream ended after event 17: the reconnection asks to resume after it.
+      await expect.poll(() => seen.length).toBeGreaterThanOrEqual(2);
+      expect(seen[0]).toBeUndefined();
+      expect(seen[1]).toBe("17");
+
+      // No polling while the stream is up: a stored message shows only when its event arrives.
+      await stack.customer(customer.waId, customer.name).text("Can I pick it up myself?");
+      await stack.t.app.deps.jobs.drain();
+      expect(await thread.getByText("Can I pick it up myself?").count()).toBe(0);
+      release?.();
+      await thread.getByText("Can I pick it up myself?").waitFor();
+      await expect.poll(() => seen.length).toBeGreaterThanOrEqual(3);
+      expect(seen[2]).toBe("18");
+    } finally {
+      await live.close();
+    }
+  });
+
   it("lays the inbox, the canvas and the channel out for a 390 px phone", async () => {
     const phone = await newPage(browser, 390, 844);
     try {
