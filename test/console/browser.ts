@@ -157,7 +157,8 @@ export async function newPage(
   height = 800,
 ): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
-  context.setDefaultTimeout(15_000);
+  // Generous: the machines that run this are shared and sometimes very busy.
+  context.setDefaultTimeout(30_000);
   const page = await context.newPage();
   return { context, page };
 }

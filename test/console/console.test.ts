@@ -25,7 +25,7 @@ const PNG = Buffer.from(
 );
 
 /** One story, in order, as an owner and then a teammate would live it. */
-describe.skipIf("missing" in chromiumFound)("the web console in a real browser", () => {
+describe.skipIf("missing" in chromiumFound)("the web console in a real browser", { timeout: 180_000 }, () => {
   let stack: Stack;
   let browser: Browser;
   let context: BrowserContext;
@@ -486,6 +486,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
       await p.getByRole("link", { name: "Flows" }).click();
       await p.getByRole("link", { name: "Welcome menu", exact: true }).click();
       await p.locator(".react-flow__node").first().waitFor();
+      await p.locator("#main").evaluate((main) => main.scrollTo(0, 0));
       await shot("canvas-390", p);
 
       await p.getByRole("link", { name: "Channel" }).click();
