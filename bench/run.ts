@@ -366,6 +366,8 @@ async function main() {
   }
   clearInterval(sampler);
   peakRss = Math.max(peakRss, rssOf(service.pid!));
+  // The web console's budgets: its download, and a new message's way to an open inbox.
+  if (!only || only.includes("console")) await runConsoleBench(embedded.url);
   if (only) return;
 
   const report = renderReport({
@@ -521,6 +523,23 @@ function runLoad(scenario: Scenario): Promise<LoadResult> {
       if (code !== 0) reject(new Error(`load process exited with ${code}`));
       else resolve(JSON.parse(out.trim().split("\n").pop() ?? "{}") as LoadResult);
     });
+  });
+}
+
+function runConsoleBench(databaseUrl: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const args = [
+      "--import",
+      "tsx",
+      "bench/console.ts",
+      `--database-url=${databaseUrl}`,
+      ...(quick ? ["--quick"] : []),
+    ];
+    const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit" });
+    children.push(child);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error("the console's budgets were not met")),
+    );
   });
 }
 

@@ -1,13 +1,27 @@
-// Compiles src/ to dist/ (types are checked by `npm run check`, not here) and
-// copies the SQL migrations beside the compiled migrator. Paths are the
-// project's, whatever the current directory.
+// Compiles src/ to dist/ (types are checked by `npm run check`, not here), copies the SQL
+// migrations beside the compiled migrator, and builds the web console. Each step is skipped when
+// its inputs have not changed since the last build (a hash kept beside the output), so a second
+// `npm start` goes straight to starting the service.
 import { execFileSync } from "node:child_process";
-import { cpSync, rmSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildConsole, hashFiles } from "./console-build.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const tsc = path.join(root, "node_modules", ".bin", "tsc");
-rmSync(path.join(root, "dist"), { recursive: true, force: true });
-execFileSync(tsc, ["-p", path.join(root, "tsconfig.build.json"), "--noCheck"], { stdio: "inherit" });
-cpSync(path.join(root, "src/db/migrations"), path.join(root, "dist/db/migrations"), { recursive: true });
+const dist = path.join(root, "dist");
+const serverHash = hashFiles(["src", "tsconfig.json", "tsconfig.build.json", "package-lock.json"]);
+const hashFile = path.join(dist, ".source-hash");
+const fresh =
+  existsSync(path.join(dist, "main.js")) &&
+  existsSync(hashFile) &&
+  readFileSync(hashFile, "utf8").trim() === serverHash;
+if (!fresh) {
+  const tsc = path.join(root, "node_modules", ".bin", "tsc");
+  rmSync(dist, { recursive: true, force: true });
+  execFileSync(tsc, ["-p", path.join(root, "tsconfig.build.json"), "--noCheck"], { stdio: "inherit" });
+  cpSync(path.join(root, "src/db/migrations"), path.join(dist, "db/migrations"), { recursive: true });
+  writeFileSync(hashFile, `${serverHash}\n`);
+}
+const started = performance.now();
+if (await buildConsole()) console.log(`web console built in ${Math.round(performance.now() - started)} ms`);

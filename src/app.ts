@@ -25,6 +25,7 @@ import { createEventHub } from "./events/hub.js";
 import { registerEventRoutes } from "./events/routes.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
+import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
 import { docs, healthAnswer } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
@@ -87,6 +88,8 @@ export interface AppOptions {
   eventStreamHeartbeatMs?: number;
   /** Outbound webhook timeout and retry schedule (tests shorten the delays). */
   webhookDelivery?: Partial<DeliveryPolicy>;
+  /** The built web console (default console/dist). */
+  consoleDir?: string;
   /** Run background jobs in this process (default: config.workers). */
   workers?: boolean;
   /** Run the minute-by-minute timeout sweep with the workers (default true). */
@@ -159,7 +162,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (closing) reply.header("connection", "close");
   });
 
-  app.setNotFoundHandler((_request, reply) => {
+  const webConsole = await registerConsole(app, options.consoleDir ?? DEFAULT_CONSOLE_DIR);
+  app.setNotFoundHandler((request, reply) => {
+    if (webConsole.serveFallback(request, reply)) return;
     reply.code(404).send({ error: "Not found" });
   });
 

@@ -78,6 +78,8 @@ export async function createTestApp(
     eventStreamHeartbeatMs?: number;
     /** Outbound webhook retry schedule (tests shorten the delays). */
     webhookDelivery?: AppOptions["webhookDelivery"];
+    /** The built web console to serve (default console/dist). */
+    consoleDir?: string;
     /** Run background jobs (default true; the minute-by-minute cron stays off in tests). */
     workers?: boolean;
   } = {},
@@ -113,6 +115,7 @@ export async function createTestApp(
     sessionCacheTtlMs: options.sessionCacheTtlMs,
     eventStreamHeartbeatMs: options.eventStreamHeartbeatMs,
     webhookDelivery: options.webhookDelivery,
+    consoleDir: options.consoleDir,
     workers: options.workers ?? true,
     cron: false,
   });

@@ -1,0 +1,236 @@
+/**
+ * The console's budgets (issue 15), measured on this machine:
+ * - the inbox route's JavaScript, gzip (at most 250 KB; the flow canvas loads lazily);
+ * - how long after the webhook's 200 a new customer message appears in an open inbox in a real
+ *   browser (at most 1 s).
+ *
+ * `npm run bench -- --only=console` runs it from bench/run.ts; `node --import tsx bench/console.ts`
+ * alone starts its own embedded PostgreSQL (or uses `--database-url=<superuser URL>`).
+ * Needs Chromium (CHROMIUM_PATH or /usr/bin/chromium) for the second figure.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import pino from "pino";
+import { chromium } from "playwright-core";
+import { buildConsole } from "../scripts/console-build.mjs";
+import { INBOX_JS_BUDGET_BYTES, measureConsoleBundle } from "../scripts/console-size.mjs";
+import { buildApp } from "../src/app.js";
+import { loadConfig } from "../src/config.js";
+import { connectDatabase } from "../src/db/client.js";
+import { startEmbeddedPostgres } from "../src/db/embedded.js";
+import { runMigrations } from "../src/db/migrate.js";
+import { createCustomer } from "../src/upstream/sandbox/customer.js";
+import { startSandbox } from "../src/upstream/sandbox/server.js";
+
+const LATENCY_BUDGET_MS = 1000;
+const SAMPLES = process.argv.includes("--quick") ? 8 : 20;
+const log = (m: string) => console.log(`console bench: ${m}`);
+const cleanups: Array<() => Promise<unknown>> = [];
+let failed = false;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function bundle() {
+  await buildConsole({ quiet: true });
+  const m = measureConsoleBundle();
+  const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
+  const ok = m.inboxJsGzipBytes <= INBOX_JS_BUDGET_BYTES;
+  if (!ok) failed = true;
+  log(
+    `inbox route JavaScript ${kb(m.inboxJsGzipBytes)} gzip (budget ${kb(INBOX_JS_BUDGET_BYTES)}) ${ok ? "PASS" : "FAIL"}; flow canvas loaded lazily: ${kb(m.lazyJsGzipBytes)} gzip`,
+  );
+}
+
+async function database(): Promise<string> {
+  let admin = process.argv.find((a) => a.startsWith("--database-url="))?.slice("--database-url=".length);
+  if (!admin) {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-console-bench-"));
+    await fs.chmod(dataDir, 0o755);
+    const embedded = await startEmbeddedPostgres({ dataDir, log: { info: () => {}, warn: log } });
+    cleanups.unshift(() => fs.rm(dataDir, { recursive: true, force: true }));
+    cleanups.unshift(() => embedded.stop());
+    admin = embedded.url;
+  }
+  const name = `console_bench_${randomBytes(4).toString("hex")}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  await client.query(`create database ${name}`);
+  await client.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  cleanups.unshift(async () => {
+    const c = new pg.Client({ connectionString: admin });
+    await c.connect();
+    await c.query(`drop database if exists ${name} with (force)`);
+    await c.end();
+  });
+  await runMigrations(url.toString());
+  return url.toString();
+}
+
+async function latency(executablePath: string) {
+  const appSecret = randomBytes(16).toString("hex");
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const sandbox = await startSandbox();
+  cleanups.unshift(() => sandbox.close());
+  const number = {
+    phoneNumberId: "100000000000001",
+    accessToken: "sandbox-token",
+    businessAccountId: "200000000000001",
+  };
+  sandbox.addNumber(number);
+  const databaseUrl = await database();
+  const config = loadConfig({
+    NODE_ENV: "test",
+    PORT: String(port),
+    PUBLIC_URL: base,
+    DATABASE_URL: databaseUrl,
+    ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    AUTH_SECRET: randomBytes(32).toString("base64url"),
+    META_GRAPH_API_URL: sandbox.url,
+    META_APP_SECRET: appSecret,
+    LOG_LEVEL: "silent",
+  });
+  const db = connectDatabase(databaseUrl);
+  const app = await buildApp({ config, database: db, logger: pino({ level: "silent" }) });
+  await app.listen({ port, host: "127.0.0.1" });
+  cleanups.unshift(async () => {
+    await app.close();
+    await db.close();
+  });
+
+  // An owner with the sandbox number, signed in through the browser's cookie.
+  const signUp = await fetch(`${base}/api/auth/sign-up/email`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: base },
+    body: JSON.stringify({
+      email: `bench-${Date.now()}@example.com`,
+      password: "bench password 123",
+      name: "Bench",
+    }),
+  });
+  const token = signUp.headers.get("set-auth-token");
+  const auth = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  await fetch(`${base}/api/accounts`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({ name: "Bench shop" }),
+  });
+  const saved = await fetch(`${base}/api/messaging/config`, {
+    method: "POST",
+    headers: auth,
+    body: JSON.stringify({
+      phone_number_id: number.phoneNumberId,
+      business_account_id: number.businessAccountId,
+      access_token: number.accessToken,
+    }),
+  });
+  if (!saved.ok) throw new Error(`connecting the sandbox number failed: ${await saved.text()}`);
+  const cookie = signUp.headers.getSetCookie().map((c) => c.split(";")[0] ?? "");
+
+  const browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
+    ],
+  });
+  cleanups.unshift(() => browser.close());
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.addCookies(
+    cookie.map((c) => {
+      const [name, ...value] = c.split("=");
+      return { name: name ?? "", value: value.join("="), url: base };
+    }),
+  );
+  const page = await context.newPage();
+
+  const customer = createCustomer({
+    webhookUrl: `${base}/api/messaging/webhook`,
+    appSecret,
+    phoneNumberId: number.phoneNumberId,
+    waId: "15550001111",
+    name: "Bench Customer",
+  });
+  await customer.text("first message");
+  await page.goto(`${base}/inbox`);
+  await page.getByRole("link", { name: /Bench Customer/ }).click();
+  await page.getByRole("list", { name: "Messages" }).getByText("first message").waitFor();
+  // The page notes (in wall-clock time) when each awaited text first appears in the thread.
+  await page.evaluate(() => {
+    const seen: Record<string, number> = {};
+    (window as unknown as { __seen: Record<string, number> }).__seen = seen;
+    new MutationObserver(() => {
+      for (const el of document.querySelectorAll(".bubble-text")) {
+        const text = el.textContent ?? "";
+        if (text.startsWith("probe-") && !(text in seen))
+          seen[text] = performance.timeOrigin + performance.now();
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+
+  const samples: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const text = `probe-${i}-${randomBytes(3).toString("hex")}`;
+    const delivery = await customer.text(text);
+    const acknowledged = performance.timeOrigin + performance.now();
+    if (delivery.status !== 200) throw new Error(`webhook answered ${delivery.status}`);
+    await page.getByRole("list", { name: "Messages" }).getByText(text).waitFor({ timeout: 10_000 });
+    const shownAt = await page.evaluate(
+      (t) => (window as unknown as { __seen: Record<string, number> }).__seen[t],
+      text,
+    );
+    samples.push(Math.max(0, Math.round((shownAt ?? acknowledged) - acknowledged)));
+  }
+  samples.sort((a, b) => a - b);
+  const p50 = samples[Math.floor(samples.length / 2)] ?? 0;
+  const max = samples.at(-1) ?? 0;
+  const mode = await page.locator(".live-dot").textContent();
+  const ok = max <= LATENCY_BUDGET_MS;
+  if (!ok) failed = true;
+  log(
+    `new message on screen after the webhook's 200: p50 ${p50} ms, max ${max} ms over ${samples.length} messages (budget ${LATENCY_BUDGET_MS} ms; updates: ${mode?.trim()}) ${ok ? "PASS" : "FAIL"}`,
+  );
+}
+
+async function main() {
+  await bundle();
+  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+  if (!existsSync(executablePath)) {
+    log(`SKIPPED: live-update latency (no Chromium at ${executablePath})`);
+    return;
+  }
+  await latency(executablePath);
+}
+
+main()
+  .catch((error: unknown) => {
+    console.error(error);
+    failed = true;
+  })
+  .finally(async () => {
+    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+    process.exit(failed ? 1 : 0);
+  });

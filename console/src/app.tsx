@@ -1,0 +1,95 @@
+import { useQueryClient } from "@tanstack/react-query";
+import { lazy, Suspense, useEffect } from "react";
+import { Redirect, Route, Switch, useLocation } from "wouter";
+import { AcceptInvitePage } from "./features/auth/accept-invite";
+import { OnboardingPage } from "./features/auth/onboarding";
+import { SignInPage, SignUpPage } from "./features/auth/sign-in";
+import { ChannelPage } from "./features/channel/channel-page";
+import { ContactsPage } from "./features/contacts/contacts-page";
+import { FlowsPage } from "./features/flows/flows-page";
+import { RunsPage } from "./features/flows/runs-page";
+import { InboxPage } from "./features/inbox/inbox-page";
+import { SettingsPage } from "./features/settings/settings-page";
+import { Shell } from "./features/shell/shell";
+import { setUnauthorizedHandler } from "./lib/api";
+import { useOnline } from "./lib/connection";
+import { startLive } from "./lib/live";
+import { useMe } from "./lib/session";
+import { Spinner } from "./lib/ui";
+
+// The canvas (React Flow) is the heaviest screen: it loads only when opened.
+const FlowEditorPage = lazy(() => import("./features/flows/editor/flow-editor"));
+
+/** Where a 401 sends the user: sign-in, then back to where they were. */
+function useUnauthorizedRedirect() {
+  const [, navigate] = useLocation();
+  const client = useQueryClient();
+  useEffect(() => {
+    setUnauthorizedHandler(() => {
+      const here = window.location.pathname + window.location.search;
+      if (here.startsWith("/sign-in") || here.startsWith("/sign-up")) return;
+      client.removeQueries({ queryKey: ["me"] });
+      navigate(`/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
+    });
+  }, [navigate, client]);
+}
+
+/** Refreshes everything once the service answers again after an outage. */
+function useRefreshOnReconnect() {
+  const online = useOnline();
+  const client = useQueryClient();
+  useEffect(() => {
+    if (online) void client.invalidateQueries();
+  }, [online, client]);
+}
+
+function SignedIn() {
+  const me = useMe();
+  const client = useQueryClient();
+  const [location] = useLocation();
+  const hasAccount = Boolean(me.data?.account);
+  useEffect(() => (hasAccount ? startLive(client) : undefined), [hasAccount, client]);
+
+  if (me.isPending) return <Spinner />;
+  if (me.isError) return <Redirect to={`/sign-in?next=${encodeURIComponent(location)}`} replace />;
+  if (!me.data.account) {
+    if (location.startsWith("/invite/")) return <Route path="/invite/:token" component={AcceptInvitePage} />;
+    return <OnboardingPage />;
+  }
+  return (
+    <Shell>
+      <Suspense fallback={<Spinner />}>
+        <Switch>
+          <Route path="/" component={() => <Redirect to="/inbox" replace />} />
+          <Route path="/inbox/:id?" component={InboxPage} />
+          <Route path="/contacts" component={ContactsPage} />
+          <Route path="/flows" component={FlowsPage} />
+          <Route path="/flows/:id/runs/:runId?" component={RunsPage} />
+          <Route path="/flows/:id" component={FlowEditorPage} />
+          <Route path="/channel" component={ChannelPage} />
+          <Route path="/settings/:tab?" component={SettingsPage} />
+          <Route path="/invite/:token" component={AcceptInvitePage} />
+          <Route>
+            <div className="page">
+              <h1>Page not found</h1>
+            </div>
+          </Route>
+        </Switch>
+      </Suspense>
+    </Shell>
+  );
+}
+
+export function App() {
+  useUnauthorizedRedirect();
+  useRefreshOnReconnect();
+  return (
+    <Switch>
+      <Route path="/sign-in" component={SignInPage} />
+      <Route path="/sign-up" component={SignUpPage} />
+      <Route>
+        <SignedIn />
+      </Route>
+    </Switch>
+  );
+}

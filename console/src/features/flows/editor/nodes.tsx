@@ -1,0 +1,76 @@
+import { Handle, type Node, type NodeProps, type NodeTypes, Position } from "@xyflow/react";
+import type { FlowNode, Issue, NodeType } from "../../../lib/types";
+import { NODE_LABELS, outputsOf } from "./graph";
+
+export type CanvasNodeData = { node: FlowNode; issues: Issue[]; entry: boolean };
+export type CanvasNode = Node<CanvasNodeData>;
+
+const text = (v: unknown) => (typeof v === "string" ? v : "");
+
+/** What a node says on the canvas, per type. */
+const SUMMARIES: Record<NodeType, (c: Record<string, unknown>) => string> = {
+  start: () => "Where the flow begins",
+  send_message: (c) => text(c.text),
+  send_buttons: (c) => text(c.text),
+  send_list: (c) => text(c.text),
+  send_media: (c) => `${text(c.media_type)} ${text(c.media_url)}`.trim(),
+  collect_input: (c) => `${text(c.prompt_text)}${c.var_key ? ` → {{vars.${text(c.var_key)}}}` : ""}`,
+  condition: (c) => `${text(c.subject)} ${text(c.subject_key)} ${text(c.operator)} ${text(c.value)}`.trim(),
+  set_tag: (c) => `${c.mode === "remove" ? "Remove" : "Add"} tag ${text(c.tag)}`,
+  wait: (c) =>
+    typeof c.minutes === "number" ? `Wait ${c.minutes} minute${c.minutes === 1 ? "" : "s"}` : "Wait",
+  handoff: (c) => text(c.note) || "Pass the conversation to an agent",
+  end: () => "The run completes",
+};
+
+function FlowNodeCard({ data, selected }: NodeProps<CanvasNode>) {
+  const { node, issues, entry } = data;
+  const outputs = outputsOf(node);
+  const errors = issues.filter((i) => i.severity === "error");
+  const summary = SUMMARIES[node.node_type](node.config);
+  return (
+    <div
+      className={`flow-node type-${node.node_type}${selected ? " selected" : ""}${errors.length ? " has-error" : issues.length ? " has-warning" : ""}`}
+      data-node-key={node.node_key}
+    >
+      {node.node_type !== "start" ? (
+        <Handle type="target" position={Position.Left} aria-label={`Into ${node.node_key}`} />
+      ) : null}
+      <div className="flow-node-head">
+        <span className="flow-node-type">{NODE_LABELS[node.node_type]}</span>
+        {entry ? <span className="flow-node-entry">entry</span> : null}
+      </div>
+      <div className="flow-node-key">{node.node_key}</div>
+      {summary ? <div className="flow-node-summary">{summary}</div> : null}
+      {issues.length ? (
+        <ul className="flow-node-issues" aria-label="Issues">
+          {issues.map((i) => (
+            <li key={`${i.code}-${i.message}`} className={i.severity}>
+              {i.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {outputs.length ? (
+        <ul className="flow-node-outputs">
+          {outputs.map((o) => (
+            <li key={o.handle}>
+              <span>{o.label}</span>
+              <Handle
+                type="source"
+                position={Position.Right}
+                id={o.handle}
+                aria-label={`${o.label} of ${node.node_key}`}
+              />
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+/** One component per node type, registered in one map (React Flow's custom nodes). */
+export const nodeTypes: NodeTypes = Object.fromEntries(
+  (Object.keys(NODE_LABELS) as NodeType[]).map((type) => [type, FlowNodeCard]),
+);

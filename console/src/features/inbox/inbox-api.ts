@@ -1,0 +1,116 @@
+import { useQuery } from "@tanstack/react-query";
+import { api, isMissingRoute, listOf } from "../../lib/api";
+import { pollInterval } from "../../lib/live";
+import type { CannedResponse, Conversation, Member, Message, WaTemplate } from "../../lib/types";
+
+export interface ConversationFilters {
+  status: "open" | "pending" | "closed" | "all";
+  assigned: "all" | "me" | "none";
+  q: string;
+}
+
+export interface Counts {
+  open: number;
+  pending: number;
+  closed: number;
+  mine: number;
+  unassigned: number;
+}
+
+export function useConversations(filters: ConversationFilters) {
+  return useQuery({
+    queryKey: ["conversations", filters],
+    queryFn: () => {
+      const params = new URLSearchParams({ limit: "100" });
+      if (filters.status !== "all") params.set("status", filters.status);
+      if (filters.assigned !== "all") params.set("assigned_to", filters.assigned);
+      if (filters.q.trim()) params.set("q", filters.q.trim());
+      return api<{ conversations: Conversation[]; next_cursor: string | null }>(
+        `/api/conversations?${params}`,
+      );
+    },
+    refetchInterval: pollInterval,
+    placeholderData: (previous) => previous,
+  });
+}
+
+/** Counts per status; null while the server has no counts route. */
+export function useCounts() {
+  return useQuery({
+    queryKey: ["counts"],
+    queryFn: async () => {
+      try {
+        return await api<Counts>("/api/conversations/counts");
+      } catch (error) {
+        if (isMissingRoute(error)) return null;
+        throw error;
+      }
+    },
+    refetchInterval: pollInterval,
+  });
+}
+
+/** Every message of a conversation, oldest first. */
+export function useMessages(conversationId: string | undefined) {
+  return useQuery({
+    queryKey: ["messages", conversationId],
+    enabled: Boolean(conversationId),
+    queryFn: async () => {
+      const all: Message[] = [];
+      let cursor: string | null = null;
+      for (let page = 0; page < 20; page++) {
+        const params = new URLSearchParams({ limit: "200" });
+        if (cursor) params.set("cursor", cursor);
+        const result: { messages: Message[]; next_cursor: string | null } = await api(
+          `/api/conversations/${conversationId}/messages?${params}`,
+        );
+        all.push(...result.messages);
+        cursor = result.next_cursor;
+        if (!cursor) break;
+      }
+      return all;
+    },
+    refetchInterval: pollInterval,
+  });
+}
+
+export function useMembers() {
+  return useQuery({
+    queryKey: ["members"],
+    queryFn: () => api<{ members: Member[] }>("/api/accounts/members").then((r) => r.members),
+    staleTime: 60_000,
+  });
+}
+
+/** Canned responses; null while the server has no such route. */
+export function useCannedResponses() {
+  return useQuery({
+    queryKey: ["canned"],
+    queryFn: async () => {
+      try {
+        return listOf<CannedResponse>(await api("/api/canned-responses"), "canned_responses");
+      } catch (error) {
+        if (isMissingRoute(error)) return null;
+        throw error;
+      }
+    },
+    staleTime: 30_000,
+  });
+}
+
+export function useTemplates(status?: string) {
+  return useQuery({
+    queryKey: ["templates", status ?? "all"],
+    queryFn: async () => {
+      try {
+        const r = await api<{ templates: WaTemplate[] }>(
+          `/api/messaging/templates${status ? `?status=${encodeURIComponent(status)}` : ""}`,
+        );
+        return r.templates;
+      } catch (error) {
+        if (isMissingRoute(error)) return null;
+        throw error;
+      }
+    },
+  });
+}

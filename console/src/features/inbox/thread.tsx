@@ -1,0 +1,322 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef, useState } from "react";
+import { Link } from "wouter";
+import { api, isMissingRoute } from "../../lib/api";
+import { contactLabel, fullTime, shortTime } from "../../lib/format";
+import { useMe } from "../../lib/session";
+import type { Conversation, ConversationStatus, Message } from "../../lib/types";
+import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
+import { Composer } from "./composer";
+import { ContactPanel } from "./contact-panel";
+import { useMembers, useMessages } from "./inbox-api";
+
+const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
+
+function Ticks({ status }: { status: string }) {
+  const label =
+    status === "read"
+      ? "Read"
+      : status === "delivered"
+        ? "Delivered"
+        : status === "sent"
+          ? "Sent"
+          : status === "failed"
+            ? "Not delivered"
+            : "Sending";
+  const glyph =
+    status === "read" || status === "delivered"
+      ? "✓✓"
+      : status === "sent"
+        ? "✓"
+        : status === "failed"
+          ? "!"
+          : "◷";
+  return (
+    <span className={`ticks ticks-${status}`} role="img" aria-label={label} title={label}>
+      {glyph}
+    </span>
+  );
+}
+
+function MediaPreview({ m }: { m: Message }) {
+  const media = m.media;
+  if (!media) return null;
+  const url = media.url;
+  if (media.status === "failed")
+    return <p className="media-missing">The attachment could not be downloaded.</p>;
+  if (!url)
+    return (
+      <p className="media-missing">
+        {media.status === "pending" ? "Downloading attachment…" : `${m.type} attachment`}
+      </p>
+    );
+  if (m.type === "image" || m.type === "sticker") {
+    return (
+      <a href={url} target="_blank" rel="noreferrer" className="media-link">
+        <img
+          src={url}
+          alt={media.caption || "Image from the conversation"}
+          className="media-image"
+          loading="lazy"
+        />
+      </a>
+    );
+  }
+  if (m.type === "video")
+    return (
+      <video src={url} controls className="media-image" aria-label="Video">
+        <track kind="captions" />
+      </video>
+    );
+  if (m.type === "audio")
+    return (
+      <audio src={url} controls aria-label="Audio message">
+        <track kind="captions" />
+      </audio>
+    );
+  return (
+    <a href={url} className="media-doc" download={media.filename ?? true}>
+      📄 {media.filename ?? "Document"}
+    </a>
+  );
+}
+
+function Bubble(props: {
+  m: Message;
+  onReact: (m: Message, emoji: string) => void;
+  myId: string | undefined;
+}) {
+  const { m } = props;
+  const [picking, setPicking] = useState(false);
+  const mine = m.reactions?.find((r) => r.actor_type === "agent" && r.actor_id === props.myId)?.emoji;
+  if (m.type === "note" || m.direction === "internal") {
+    return (
+      <li className="bubble-row note-row">
+        <div className="bubble note">
+          <span className="note-label">Internal note</span>
+          <p className="bubble-text">{m.text}</p>
+          <span className="bubble-meta">{shortTime(m.created_at)}</span>
+        </div>
+      </li>
+    );
+  }
+  const outbound = m.direction === "outbound";
+  const grouped = new Map<string, number>();
+  for (const r of m.reactions ?? []) grouped.set(r.emoji, (grouped.get(r.emoji) ?? 0) + 1);
+  return (
+    <li className={`bubble-row ${outbound ? "out" : "in"}`} data-message-id={m.id}>
+      <div
+        className={`bubble ${outbound ? "out" : "in"}${m.sender_type === "bot" ? " bot" : ""}${m.status === "failed" ? " failed" : ""}`}
+      >
+        {m.sender_type === "bot" ? <span className="bot-label">Bot</span> : null}
+        {m.type === "template" ? <span className="bot-label">Template</span> : null}
+        <MediaPreview m={m} />
+        {m.text || m.media?.caption ? <p className="bubble-text">{m.text ?? m.media?.caption}</p> : null}
+        {!m.text && m.interactive?.title ? <p className="bubble-text">{m.interactive.title}</p> : null}
+        {m.type === "unsupported" ? <p className="bubble-text muted">Unsupported message</p> : null}
+        <span className="bubble-meta">
+          <time dateTime={m.created_at} title={fullTime(m.created_at)}>
+            {shortTime(m.created_at)}
+          </time>
+          {outbound ? <Ticks status={m.status} /> : null}
+        </span>
+        {grouped.size ? (
+          <ul className="reactions" aria-label="Reactions">
+            {[...grouped].map(([emoji, count]) => (
+              <li key={emoji} className="reaction">
+                {emoji}
+                {count > 1 ? count : ""}
+              </li>
+            ))}
+          </ul>
+        ) : null}
+      </div>
+      {m.message_id ? (
+        <div className="bubble-tools">
+          <button
+            type="button"
+            className="icon-btn"
+            aria-label="React to message"
+            aria-expanded={picking}
+            onClick={() => setPicking((p) => !p)}
+          >
+            <Icon d={ICONS.smile} size={18} />
+          </button>
+          {picking ? (
+            <fieldset className="emoji-picker">
+              <legend className="sr-only">Choose a reaction</legend>
+              {QUICK_EMOJI.map((emoji) => (
+                <button
+                  key={emoji}
+                  type="button"
+                  className={`emoji-btn${mine === emoji ? " chosen" : ""}`}
+                  aria-label={mine === emoji ? `Remove reaction ${emoji}` : `React with ${emoji}`}
+                  onClick={() => {
+                    setPicking(false);
+                    props.onReact(m, mine === emoji ? "" : emoji);
+                  }}
+                >
+                  {emoji}
+                </button>
+              ))}
+            </fieldset>
+          ) : null}
+        </div>
+      ) : null}
+    </li>
+  );
+}
+
+export function Thread(props: { conversationId: string; conversation: Conversation | undefined }) {
+  const client = useQueryClient();
+  const me = useMe();
+  const members = useMembers();
+  const messages = useMessages(props.conversationId);
+  // The list may filter the conversation out (a status change): keep showing the last known one.
+  const known = useRef(props.conversation);
+  if (props.conversation) known.current = props.conversation;
+  const conversation = known.current;
+  const [showContact, setShowContact] = useState(false);
+  const [readSupported, setReadSupported] = useState(true);
+  const listRef = useRef<HTMLOListElement>(null);
+  const count = messages.data?.length ?? 0;
+
+  useEffect(() => {
+    if (count && listRef.current) listRef.current.scrollTop = listRef.current.scrollHeight;
+  }, [count]);
+
+  const refresh = () => {
+    void client.invalidateQueries({ queryKey: ["messages", props.conversationId] });
+    void client.invalidateQueries({ queryKey: ["conversations"] });
+    void client.invalidateQueries({ queryKey: ["counts"] });
+  };
+
+  const react = useMutation({
+    mutationFn: (input: { m: Message; emoji: string }) =>
+      api("/api/messaging/react", { body: { message_id: input.m.id, emoji: input.emoji } }),
+    onSettled: refresh,
+  });
+  const patch = useMutation({
+    mutationFn: (body: { status?: ConversationStatus; assigned_to?: string | null }) =>
+      api(`/api/conversations/${props.conversationId}`, { method: "PATCH", body }),
+    onSettled: refresh,
+  });
+  const markRead = useMutation({
+    mutationFn: () => api(`/api/conversations/${props.conversationId}/read`, { method: "POST", body: {} }),
+    onError: (error) => {
+      if (isMissingRoute(error)) setReadSupported(false);
+    },
+    onSettled: refresh,
+  });
+
+  const unread = conversation?.unread_count ?? 0;
+  const { mutate: markReadNow, isPending: marking } = markRead;
+  // Opening a conversation reads it, as in any messenger.
+  useEffect(() => {
+    if (unread > 0 && readSupported && !marking) markReadNow();
+  }, [unread, readSupported, marking, markReadNow]);
+
+  const name = conversation ? contactLabel(conversation.contact) : "Conversation";
+  const windowOpen =
+    conversation?.window_expires_at === undefined
+      ? true
+      : conversation.window_expires_at !== null && new Date(conversation.window_expires_at) > new Date();
+
+  return (
+    <>
+      <section className="thread" aria-label={`Conversation with ${name}`}>
+        <header className="thread-head">
+          <Link href="/inbox" className="icon-btn back-btn" aria-label="Back to conversations">
+            <Icon d={ICONS.back} />
+          </Link>
+          <div className="thread-title">
+            <h2>{name}</h2>
+            {conversation?.contact.phone ? (
+              <span className="muted">+{conversation.contact.phone}</span>
+            ) : null}
+          </div>
+          <div className="thread-actions">
+            <label className="inline-select">
+              <span className="sr-only">Status</span>
+              <select
+                aria-label="Status"
+                value={conversation?.status ?? "open"}
+                onChange={(e) => patch.mutate({ status: e.target.value as ConversationStatus })}
+              >
+                <option value="open">Open</option>
+                <option value="pending">Pending</option>
+                <option value="closed">Closed</option>
+              </select>
+            </label>
+            <label className="inline-select">
+              <span className="sr-only">Assignee</span>
+              <select
+                aria-label="Assignee"
+                value={conversation?.assigned_to ?? ""}
+                onChange={(e) => patch.mutate({ assigned_to: e.target.value || null })}
+              >
+                <option value="">Unassigned</option>
+                {members.data?.map((m) => (
+                  <option key={m.user_id} value={m.user_id}>
+                    {m.user_id === me.data?.user.id ? `${m.name} (me)` : m.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            {readSupported ? (
+              <button
+                type="button"
+                className="btn btn-small"
+                onClick={() => markRead.mutate()}
+                disabled={markRead.isPending}
+              >
+                Mark read
+              </button>
+            ) : null}
+            <button
+              type="button"
+              className="btn btn-small contact-toggle"
+              aria-expanded={showContact}
+              aria-controls="contact-panel"
+              onClick={() => setShowContact((s) => !s)}
+            >
+              Contact
+            </button>
+          </div>
+        </header>
+        <FormError
+          error={patch.error ? `Could not update the conversation: ${patch.error.message}` : undefined}
+        />
+        <FormError error={react.error ? `Reaction failed: ${react.error.message}` : undefined} />
+        {conversation?.handoff_note ? (
+          <p className="handoff-note">
+            <strong>Handed off:</strong> {conversation.handoff_note}
+          </p>
+        ) : null}
+        {messages.isPending ? (
+          <Spinner />
+        ) : (
+          <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite">
+            {messages.data?.map((m) => (
+              <Bubble
+                key={m.id}
+                m={m}
+                myId={me.data?.user.id}
+                onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
+              />
+            ))}
+          </ol>
+        )}
+        <Composer conversationId={props.conversationId} windowOpen={windowOpen} onSent={refresh} />
+      </section>
+      {conversation ? (
+        <ContactPanel
+          contact={conversation.contact}
+          conversation={conversation}
+          open={showContact}
+          onClose={() => setShowContact(false)}
+        />
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,78 @@
+import { useMutation } from "@tanstack/react-query";
+import { type FormEvent, useState } from "react";
+import { api } from "../../lib/api";
+import { fullTime } from "../../lib/format";
+import { useIsOwner, useMe } from "../../lib/session";
+import { Badge, Field, FormError, formErrors } from "../../lib/ui";
+import { useMembers } from "../inbox/inbox-api";
+
+export function TeamSettings() {
+  const me = useMe();
+  const owner = useIsOwner();
+  const members = useMembers();
+  const [email, setEmail] = useState("");
+  const invite = useMutation({
+    mutationFn: () =>
+      api<{ invitation: { id: string; token: string; expires_at: string } }>("/api/accounts/invitations", {
+        body: email.trim() ? { email: email.trim() } : {},
+      }),
+  });
+  const errors = formErrors(invite.error, ["email"]);
+  const link = invite.data ? `${window.location.origin}/invite/${invite.data.invitation.token}` : null;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    invite.mutate();
+  };
+  return (
+    <div className="settings-section">
+      <section className="card" aria-labelledby="members-title">
+        <h2 id="members-title">Members of {me.data?.account?.name}</h2>
+        <ul className="member-list">
+          {members.data?.map((m) => (
+            <li key={m.user_id}>
+              <span className="member-name">{m.name}</span>
+              <span className="muted">{m.email}</span>
+              <Badge tone={m.role === "owner" ? "info" : "neutral"}>{m.role}</Badge>
+            </li>
+          ))}
+        </ul>
+      </section>
+      {owner ? (
+        <section className="card" aria-labelledby="invite-title">
+          <h2 id="invite-title">Invite a teammate</h2>
+          <form className="form inline-form-wide" onSubmit={submit} noValidate>
+            <Field
+              label="Their email"
+              hint="Only this person can accept the invitation"
+              error={errors.name ? errors.field : undefined}
+            >
+              {(f) => (
+                <input
+                  id={f.id}
+                  type="email"
+                  value={email}
+                  onChange={(e) => setEmail(e.target.value)}
+                  aria-invalid={f.invalid}
+                  aria-describedby={f.describedBy}
+                />
+              )}
+            </Field>
+            <button type="submit" className="btn btn-primary" disabled={invite.isPending}>
+              Create invitation
+            </button>
+          </form>
+          <FormError error={errors.form} />
+          {link ? (
+            <div className="secret-box" role="status">
+              <p>
+                Send this link to your teammate. It works until {fullTime(invite.data?.invitation.expires_at)}
+                .
+              </p>
+              <input readOnly aria-label="Invitation link" value={link} onFocus={(e) => e.target.select()} />
+            </div>
+          ) : null}
+        </section>
+      ) : null}
+    </div>
+  );
+}

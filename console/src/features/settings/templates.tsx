@@ -1,0 +1,87 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api } from "../../lib/api";
+import { shortTime } from "../../lib/format";
+import { Badge, Empty, FormError, Spinner, Unavailable } from "../../lib/ui";
+import { useTemplates } from "../inbox/inbox-api";
+
+export function TemplateSettings() {
+  const client = useQueryClient();
+  const [q, setQ] = useState("");
+  const templates = useTemplates();
+  const sync = useMutation({
+    mutationFn: () => api<{ synced: number }>("/api/messaging/templates/sync", { method: "POST", body: {} }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ["templates"] }),
+  });
+  if (templates.isPending) return <Spinner />;
+  if (templates.data === null) return <Unavailable what="Message templates" />;
+  const list = (templates.data ?? []).filter((t) => t.name.includes(q.trim().toLowerCase()));
+  return (
+    <section className="card">
+      <div className="card-head">
+        <h2>Message templates</h2>
+        <button
+          type="button"
+          className="btn btn-small"
+          onClick={() => sync.mutate()}
+          disabled={sync.isPending}
+        >
+          {sync.isPending ? "Syncing…" : "Sync from Meta"}
+        </button>
+      </div>
+      <p className="muted">
+        Approved templates are the only messages WhatsApp lets you send after 24 hours of silence.
+      </p>
+      {sync.data ? (
+        <p className="form-notice" role="status">
+          Synced {sync.data.synced} templates.
+        </p>
+      ) : null}
+      <FormError error={sync.error?.message} />
+      <input
+        type="search"
+        className="search"
+        aria-label="Filter templates"
+        placeholder="Filter by name"
+        value={q}
+        onChange={(e) => setQ(e.target.value)}
+      />
+      {list.length === 0 ? (
+        <Empty title="No templates">Sync to fetch your business account's templates from Meta.</Empty>
+      ) : (
+        <div className="table-wrap">
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Language</th>
+                <th scope="col">Category</th>
+                <th scope="col">Status</th>
+                <th scope="col">Body</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((t) => (
+                <tr key={t.id}>
+                  <td>{t.name}</td>
+                  <td>{t.language}</td>
+                  <td>{t.category}</td>
+                  <td>
+                    <Badge
+                      tone={t.status === "APPROVED" ? "ok" : t.status === "REJECTED" ? "bad" : "neutral"}
+                    >
+                      {t.status}
+                    </Badge>
+                  </td>
+                  <td className="clip">{t.components.find((c) => c.type.toUpperCase() === "BODY")?.text}</td>
+                  <td>{shortTime(t.updated_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,200 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useState } from "react";
+import { api, isMissingRoute, listOf } from "../../lib/api";
+import { shortTime } from "../../lib/format";
+import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
+import { Badge, Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
+
+const EVENT_TYPES = [
+  "message.received",
+  "message.sent",
+  "message.status",
+  "reaction.updated",
+  "conversation.updated",
+  "flow_run.updated",
+];
+
+function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
+  const deliveries = useQuery({
+    queryKey: ["webhook-deliveries", endpoint.id],
+    queryFn: () =>
+      api(`/api/webhook-endpoints/${endpoint.id}/deliveries`).then((r) =>
+        listOf<WebhookDelivery>(r, "deliveries"),
+      ),
+  });
+  if (deliveries.isPending) return <Spinner />;
+  if (!deliveries.data?.length) return <p className="muted">No deliveries yet.</p>;
+  return (
+    <ul className="delivery-list" aria-label={`Deliveries to ${endpoint.url}`}>
+      {deliveries.data.map((d) => (
+        <li key={d.id}>
+          <Badge tone={d.status === "delivered" ? "ok" : d.status === "failed" ? "bad" : "neutral"}>
+            {d.status}
+          </Badge>
+          <span>{d.event_type}</span>
+          <span className="muted">{d.response_status ? `HTTP ${d.response_status}` : ""}</span>
+          <span className="muted">{shortTime(d.created_at)}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function WebhookSettings() {
+  const client = useQueryClient();
+  const endpoints = useQuery({
+    queryKey: ["webhook-endpoints"],
+    queryFn: async () => {
+      try {
+        return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
+      } catch (error) {
+        if (isMissingRoute(error)) return null;
+        throw error;
+      }
+    },
+  });
+  const [url, setUrl] = useState("");
+  const [events, setEvents] = useState<string[]>(["*"]);
+  const [open, setOpen] = useState<string | null>(null);
+  const refresh = () => void client.invalidateQueries({ queryKey: ["webhook-endpoints"] });
+  const create = useMutation({
+    mutationFn: () =>
+      api<{ endpoint: WebhookEndpoint; secret: string }>("/api/webhook-endpoints", { body: { url, events } }),
+    onSuccess: () => {
+      setUrl("");
+      refresh();
+    },
+  });
+  const toggle = useMutation({
+    mutationFn: (e: WebhookEndpoint) =>
+      api(`/api/webhook-endpoints/${e.id}`, { method: "PATCH", body: { enabled: !e.enabled } }),
+    onSuccess: refresh,
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) => api(`/api/webhook-endpoints/${id}`, { method: "DELETE" }),
+    onSuccess: refresh,
+  });
+  const test = useMutation({
+    mutationFn: (id: string) => api(`/api/webhook-endpoints/${id}/test`, { method: "POST", body: {} }),
+    onSuccess: (_r, id) => void client.invalidateQueries({ queryKey: ["webhook-deliveries", id] }),
+  });
+  if (endpoints.isPending) return <Spinner />;
+  if (endpoints.data === null) return <Unavailable what="Webhook endpoints" />;
+  const errors = formErrors(create.error, ["url", "events"]);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+  const all = events.includes("*");
+  return (
+    <div className="settings-section">
+      <section className="card">
+        <h2>New endpoint</h2>
+        <form className="form" onSubmit={submit} noValidate>
+          <Field
+            label="URL"
+            hint="https, reachable from this server"
+            error={errors.name === "url" ? errors.field : undefined}
+          >
+            {(f) => (
+              <input
+                id={f.id}
+                type="url"
+                value={url}
+                onChange={(e) => setUrl(e.target.value)}
+                aria-invalid={f.invalid}
+                aria-describedby={f.describedBy}
+              />
+            )}
+          </Field>
+          <fieldset className="checks">
+            <legend>Events</legend>
+            <label>
+              <input
+                type="checkbox"
+                checked={all}
+                onChange={(e) => setEvents(e.target.checked ? ["*"] : [])}
+              />{" "}
+              All events
+            </label>
+            {EVENT_TYPES.map((t) => (
+              <label key={t}>
+                <input
+                  type="checkbox"
+                  disabled={all}
+                  checked={all || events.includes(t)}
+                  onChange={(e) =>
+                    setEvents((list) => (e.target.checked ? [...list, t] : list.filter((x) => x !== t)))
+                  }
+                />{" "}
+                {t}
+              </label>
+            ))}
+          </fieldset>
+          {errors.name === "events" ? <p className="field-error">{errors.field}</p> : null}
+          <FormError error={errors.form} />
+          <button type="submit" className="btn btn-primary" disabled={create.isPending}>
+            Add endpoint
+          </button>
+        </form>
+        {create.data ? (
+          <div className="secret-box" role="status">
+            <p>The signing secret, shown once:</p>
+            <input
+              readOnly
+              aria-label="Signing secret"
+              value={create.data.secret}
+              onFocus={(e) => e.target.select()}
+            />
+          </div>
+        ) : null}
+      </section>
+      <section className="card">
+        <h2>Endpoints</h2>
+        {!endpoints.data?.length ? (
+          <Empty title="No endpoints" />
+        ) : (
+          <ul className="item-list">
+            {endpoints.data.map((e) => (
+              <li key={e.id} className="item-stack">
+                <div className="item-row">
+                  <div>
+                    <strong className="clip">{e.url}</strong>
+                    <p className="muted">{e.events.join(", ")}</p>
+                  </div>
+                  <Badge tone={e.enabled ? "ok" : "muted"}>{e.enabled ? "enabled" : "disabled"}</Badge>
+                  <div className="row-actions">
+                    <button
+                      type="button"
+                      className="btn btn-small"
+                      onClick={() => setOpen(open === e.id ? null : e.id)}
+                      aria-expanded={open === e.id}
+                    >
+                      Deliveries
+                    </button>
+                    <button type="button" className="btn btn-small" onClick={() => test.mutate(e.id)}>
+                      Send test
+                    </button>
+                    <button type="button" className="btn btn-small" onClick={() => toggle.mutate(e)}>
+                      {e.enabled ? "Disable" : "Enable"}
+                    </button>
+                    <button
+                      type="button"
+                      className="btn btn-small btn-danger"
+                      onClick={() => remove.mutate(e.id)}
+                      aria-label={`Delete ${e.url}`}
+                    >
+                      Delete
+                    </button>
+                  </div>
+                </div>
+                {open === e.id ? <Deliveries endpoint={e} /> : null}
+              </li>
+            ))}
+          </ul>
+        )}
+        <FormError error={(toggle.error ?? remove.error ?? test.error)?.message} />
+      </section>
+    </div>
+  );
+}

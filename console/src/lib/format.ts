@@ -1,0 +1,40 @@
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const dayFormat = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+const fullFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+/** A time today, a date otherwise. */
+export function shortTime(iso: string | null | undefined) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  const today = new Date();
+  return date.toDateString() === today.toDateString() ? timeFormat.format(date) : dayFormat.format(date);
+}
+
+export const fullTime = (iso: string | null | undefined) => (iso ? fullFormat.format(new Date(iso)) : "");
+
+export function contactLabel(contact: { name: string | null; phone: string | null; wa_id: string | null }) {
+  return (
+    contact.name || (contact.phone ? `+${contact.phone}` : contact.wa_id ? `+${contact.wa_id}` : "Unknown")
+  );
+}
+
+export function initials(name: string) {
+  const parts = name
+    .replace(/[^\p{L}\p{N} ]/gu, "")
+    .trim()
+    .split(/\s+/);
+  return ((parts[0]?.[0] ?? "?") + (parts.length > 1 ? (parts.at(-1)?.[0] ?? "") : "")).toUpperCase();
+}
+
+export function messagePreview(
+  m: { type: string; text: string | null; media?: { filename?: string } | null } | null,
+) {
+  if (!m) return "";
+  if (m.text) return m.text;
+  if (m.type === "image") return "📷 Photo";
+  if (m.type === "video") return "🎬 Video";
+  if (m.type === "audio") return "🎤 Audio";
+  if (m.type === "document") return `📄 ${m.media?.filename ?? "Document"}`;
+  if (m.type === "sticker") return "Sticker";
+  return m.type;
+}

@@ -1,0 +1,7 @@
+export const INBOX_JS_BUDGET_BYTES: number;
+export function measureConsoleBundle(): {
+  inboxJsGzipBytes: number;
+  lazyJsGzipBytes: number;
+  inboxFiles: string[];
+  lazyFiles: string[];
+};
