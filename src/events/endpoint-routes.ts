@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { type Caller, requireAccount } from "../auth/session.js";
+import { requireOwner } from "../auth/session.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -66,16 +66,6 @@ const COMMON = {
   401: "Not signed in",
   403: "The caller's profile has no account, or the caller is not the account's owner",
 };
-
-/**
- * The caller's account when they own it (webhook endpoints are the owner's to manage). Stands in for
- * the shared owner guard of src/auth (access branch) until that is merged.
- */
-function requireOwner(caller: Caller): string {
-  const accountId = requireAccount(caller);
-  if (caller.role !== "owner") throw new ApiError(403, "Only the account owner can manage webhook endpoints");
-  return accountId;
-}
 
 /** Outbound webhook endpoints: where the account's events are POSTed, signed per Standard Webhooks. */
 export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDeps) {

@@ -86,7 +86,7 @@ export async function createEndpoint(
       .returning();
     return row!;
   });
-  return { endpoint: endpoint, secret };
+  return { endpoint, secret };
 }
 
 export async function listEndpoints(db: Db, accountId: string) {
