@@ -118,6 +118,7 @@ const menusTo = () => {
   const counts = new Map<string, number>();
   for (const r of w.sandbox.requests()) {
     if (r.method !== "POST" || !r.path.endsWith("/messages")) continue;
+    if ((r.body as { status?: string }).status === "read") continue;
     const to = (r.body as { to?: string }).to ?? "";
     counts.set(to, (counts.get(to) ?? 0) + 1);
   }

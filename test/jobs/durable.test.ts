@@ -125,6 +125,55 @@ describe("bursts from one contact", () => {
   });
 });
 
+describe("templates, the window and read receipts in flows", () => {
+  beforeEach(resetSandbox);
+
+  it("marks the customer's message read, with a typing indicator, just before the bot's reply", async () => {
+    await menuFlow("ticks");
+    const tia = customer(w, "Tia");
+    const trigger = await tia.text("ticks");
+    const calls = w.sandbox
+      .requests()
+      .filter((r) => r.method === "POST" && r.path.endsWith("/messages"))
+      .map((r) => r.body as Record<string, unknown>);
+    const read = calls.findIndex((b) => b.status === "read" && b.message_id === trigger.messageId);
+    const menu = calls.findIndex((b) => b.to === tia.waId && b.type === "interactive");
+    expect(read).toBeGreaterThanOrEqual(0);
+    expect(calls[read]).toMatchObject({ messaging_product: "whatsapp", typing_indicator: { type: "text" } });
+    expect(read).toBeLessThan(menu);
+  });
+
+  it("fails a free-form bot send outside the 24-hour window with window_closed, sending nothing", async () => {
+    const flowId = await activeFlow(w, {
+      trigger_type: "manual",
+      nodes: [
+        { node_key: "start", node_type: "start", config: { next_node_key: "hello" } },
+        { node_key: "hello", node_type: "send_message", config: { text: "Hello again" } },
+      ],
+    });
+    const old = customer(w, "Old");
+    await old.text("hi, a while ago");
+    const { contactId, id: conversationId } = await conversationOf(w, old);
+    await w.t.database.pool.query(
+      "update conversations set customer_message_at = now() - interval '25 hours' where id = $1",
+      [conversationId],
+    );
+    w.sandbox.clearRequests();
+    const started = await w.t.app.inject({
+      method: "POST",
+      url: `/api/flows/${flowId}/runs`,
+      headers: w.owner.headers,
+      payload: { contact_id: contactId },
+    });
+    expect(started.statusCode).toBe(201);
+    await w.t.app.deps.jobs.drain();
+    const { run, events } = await runFor(w, flowId, old);
+    expect(run).toMatchObject({ status: "failed", end_reason: "window_closed" });
+    expect(events.at(-1)?.payload.message).toMatch(/window is closed/);
+    expect(sentMessages(w, old.waId)).toHaveLength(0);
+  });
+});
+
 describe("bot sends: what is retried", () => {
   beforeEach(resetSandbox);
 

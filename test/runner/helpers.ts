@@ -101,11 +101,15 @@ export type Customer = ReturnType<typeof customer>;
 
 /** What the service sent to the sandbox: the bodies of `POST /{phone_number_id}/messages`. */
 export function sentMessages(w: World, to?: string) {
-  return w.sandbox
-    .requests()
-    .filter((r) => r.method === "POST" && r.path.endsWith("/messages"))
-    .map((r) => r.body as Record<string, Json>)
-    .filter((body) => to === undefined || body.to === to);
+  return (
+    w.sandbox
+      .requests()
+      .filter((r) => r.method === "POST" && r.path.endsWith("/messages"))
+      .map((r) => r.body as Record<string, Json>)
+      // Read receipts go to the same path; they are not messages.
+      .filter((body) => body.status !== "read")
+      .filter((body) => to === undefined || body.to === to)
+  );
 }
 
 async function api(w: World, method: "GET" | "POST" | "PUT" | "DELETE", url: string, payload?: unknown) {

@@ -88,6 +88,7 @@ export async function offerInboundMessage(
       text: message.text,
       interactive: message.interactive,
       sentAt: message.upstreamTimestamp,
+      upstreamId: message.messageId,
     };
     const result = await offer(db, deps, event, input, seen?.id ?? null);
     await db
@@ -111,6 +112,7 @@ async function offer(
     if (!canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
     const ctx = await contextFor(db, deps, active);
     if (!ctx) return { outcome: "run_gone", runId: null };
+    ctx.replyTo = message.upstreamId;
     const outcome = await guardRun(ctx, () => answer(ctx, message));
     return { outcome, runId: outcome === "run_gone" ? null : active.id };
   }
@@ -129,6 +131,7 @@ async function offer(
       contactId: event.contactId,
       conversationId: event.conversationId,
       trigger: { trigger: flow.triggerType, message_id: message.id },
+      replyTo: message.upstreamId,
     });
     if (started.kind === "flow_gone") continue;
     if (started.kind === "busy") return { outcome: "lost_race", runId: null };
@@ -193,7 +196,13 @@ type StartResult = { kind: "started"; run: RunRow } | { kind: "busy" } | { kind:
 async function startRun(
   db: DbOrTx,
   deps: RunnerDeps,
-  input: { flow: FlowRow; contactId: string; conversationId: string; trigger: Record<string, unknown> },
+  input: {
+    flow: FlowRow;
+    contactId: string;
+    conversationId: string;
+    trigger: Record<string, unknown>;
+    replyTo?: string | null;
+  },
 ): Promise<StartResult> {
   const contact = await loadContact(db, input.flow.accountId, input.contactId);
   if (!contact) return { kind: "flow_gone" };
@@ -225,7 +234,15 @@ async function startRun(
     .set({ executionCount: sql`${flows.executionCount} + 1` })
     .where(eq(flows.id, input.flow.id));
 
-  const ctx: RunContext = { db, deps, flow: input.flow, run: inserted, contact, steps: 0 };
+  const ctx: RunContext = {
+    db,
+    deps,
+    flow: input.flow,
+    run: inserted,
+    contact,
+    steps: 0,
+    replyTo: input.replyTo ?? null,
+  };
   await guardRun(ctx, async () => {
     await addRunEvent(db, inserted, { type: "started", payload: input.trigger, at: now });
     await walk(ctx, input.flow.entryNodeId, null);

@@ -2,7 +2,10 @@ import { and, eq, sql } from "drizzle-orm";
 import type { DbOrTx } from "../../db/client.js";
 import { contacts, conversations, flowNodes, type flows, profiles } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
+import { ApiError } from "../../http/errors.js";
 import { isUuid } from "../../http/ids.js";
+import { isWindowOpen } from "../../inbox/window.js";
+import { prepareTemplateSend } from "../../templates/service.js";
 import { WAIT_MINUTES } from "../nodes.js";
 import { resolveFallbackPolicy } from "../triggers.js";
 import { buildNodeMessage, replyChoices } from "./outbound.js";
@@ -38,6 +41,11 @@ export interface RunContext {
   run: RunRow;
   contact: ContactFacts & { id: string };
   steps: number;
+  /**
+   * Meta's id of the customer message this advance answers: the first bot
+   * message it sends marks it read, with a typing indicator, just before.
+   */
+  replyTo?: string | null;
 }
 
 /** The customer message a waiting run is offered. */
@@ -48,6 +56,8 @@ export interface InboundInput {
   interactive: Record<string, unknown> | null;
   /** Meta's timestamp of the message (whole seconds), when it had one. */
   sentAt: Date | null;
+  /** Meta's id of the message (what a read receipt names). */
+  upstreamId: string | null;
 }
 
 export const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
@@ -204,20 +214,56 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     await failRun(ctx, "invalid_node", `Node "${nodeKey}": ${built.problem}`, nodeKey);
     return false;
   }
+  let message = built.message;
+  if (message.outbound.type === "template") {
+    // Checked again at send time: the template may have been paused or removed since activation.
+    const { template } = message.outbound;
+    try {
+      message = await prepareTemplateSend(ctx.db, ctx.run.accountId, {
+        name: template.name,
+        language: template.language.code,
+        components: template.components,
+      });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      await failRun(ctx, "template_unavailable", `Node "${nodeKey}": ${error.message}`, nodeKey);
+      return false;
+    }
+  } else if (!(await windowOpen(ctx))) {
+    // Outside the 24-hour window only templates go out: nothing is sent upstream.
+    await failRun(
+      ctx,
+      "window_closed",
+      `Node "${nodeKey}": the 24-hour customer service window is closed; only a template can be sent`,
+      nodeKey,
+    );
+    return false;
+  }
   const queued = await queueBotMessage(ctx.db, {
     run: ctx.run,
     contact: ctx.contact,
-    message: built.message,
+    message,
     steps: ctx.steps,
     now: ctx.deps.now(),
+    readMessageId: ctx.replyTo ?? null,
   });
   if (!queued.ok) {
     await failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
   }
+  ctx.replyTo = null;
   ctx.run = { ...ctx.run, awaitingMessageId: queued.messageId, questionSentAt: null };
   await updateActiveRun(ctx.db, ctx.run.id, { awaitingMessageId: queued.messageId, questionSentAt: null });
   return true;
+}
+
+async function windowOpen(ctx: RunContext): Promise<boolean> {
+  if (!ctx.run.conversationId) return false;
+  const [conversation] = await ctx.db
+    .select({ customerMessageAt: conversations.customerMessageAt })
+    .from(conversations)
+    .where(eq(conversations.id, ctx.run.conversationId));
+  return conversation ? isWindowOpen(conversation, ctx.deps.now()) : false;
 }
 
 /**

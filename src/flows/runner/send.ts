@@ -17,6 +17,8 @@ export interface BotSendPayload {
   steps: number;
   /** Attempts made so far (retries after a provable non-delivery). */
   attempt?: number;
+  /** Meta's id of the customer message to mark read (with a typing indicator) before sending. */
+  readMessageId?: string | null;
 }
 
 type Queued = { ok: true; messageId: string } | { ok: false; reason: string; message: string };
@@ -34,6 +36,7 @@ export async function queueBotMessage(
     message: BuiltMessage;
     steps: number;
     now: Date;
+    readMessageId: string | null;
   },
 ): Promise<Queued> {
   const { run } = input;
@@ -62,7 +65,12 @@ export async function queueBotMessage(
     outbound: input.message.outbound,
     now: input.now,
   });
-  const payload: BotSendPayload = { messageId: row.id, runId: run.id, steps: input.steps };
+  const payload: BotSendPayload = {
+    messageId: row.id,
+    runId: run.id,
+    steps: input.steps,
+    ...(input.readMessageId ? { readMessageId: input.readMessageId } : {}),
+  };
   await addJob(
     db,
     SEND_BOT_MESSAGE_TASK,

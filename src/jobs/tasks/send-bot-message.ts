@@ -102,6 +102,15 @@ async function send(payload: BotSendPayload, deps: AppDeps) {
     return;
   }
 
+  if (payload.readMessageId && attempt === 1) {
+    // Blue ticks and "typing..." for the message being answered; a failure here holds nothing up.
+    await deps.graph
+      .markRead(target.token, target.phoneNumberId, payload.readMessageId, { typing: true })
+      .catch((error: unknown) =>
+        deps.log.info({ err: error, messageId: payload.messageId }, "read receipt before a bot reply failed"),
+      );
+  }
+
   let upstreamId: string;
   try {
     const outbound = (claimed.payload as OutboundMessage | null) ?? {
