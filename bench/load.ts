@@ -15,8 +15,20 @@ export interface Scenario {
   bodies?: string[];
   /** Paths to rotate through, one per request in turn. */
   paths?: string[];
-  /** A fresh signed inbound text per request, for the webhook. */
-  webhook?: { appSecret: string; phoneNumberId: string; waIds: string[] };
+  /**
+   * A fresh signed inbound text per request, for the webhook: from `waIds` in
+   * turn, or from a new customer per request (`newCustomers`, the number
+   * prefix), saying `text` (default "bench message <n>").
+   */
+  webhook?: {
+    appSecret: string;
+    phoneNumberId: string;
+    waIds: string[];
+    newCustomers?: string;
+    text?: string;
+  };
+  /** Stop after this many requests instead of after durationSeconds. */
+  amount?: number;
   durationSeconds: number;
   connections: number;
 }
@@ -32,7 +44,9 @@ export interface LoadResult {
 }
 
 function webhookBody(w: NonNullable<Scenario["webhook"]>, n: number) {
-  const waId = w.waIds[n % w.waIds.length]!;
+  const waId = w.newCustomers
+    ? `${w.newCustomers}${String(n).padStart(8, "0")}`
+    : w.waIds[n % w.waIds.length]!;
   return JSON.stringify({
     object: "whatsapp_business_account",
     entry: [
@@ -51,7 +65,7 @@ function webhookBody(w: NonNullable<Scenario["webhook"]>, n: number) {
                   id: `wamid.bench.${randomBytes(12).toString("hex")}`,
                   timestamp: String(Math.floor(Date.now() / 1000)),
                   type: "text",
-                  text: { body: `bench message ${n}` },
+                  text: { body: w.text ?? `bench message ${n}` },
                 },
               ],
             },
@@ -69,7 +83,7 @@ async function run(s: Scenario): Promise<LoadResult> {
     method: s.method,
     headers: s.headers,
     connections: s.connections,
-    duration: s.durationSeconds,
+    ...(s.amount ? { amount: s.amount } : { duration: s.durationSeconds }),
     requests: [
       {
         setupRequest: (request) => {

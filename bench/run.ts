@@ -20,6 +20,7 @@ import pg from "pg";
 import { startEmbeddedPostgres } from "../src/db/embedded.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
+import { type DurableResults, drainJobs, runDurableBench } from "./durable.js";
 import type { LoadResult, Scenario } from "./load.js";
 import { FULL, ids, linkUser, phoneNumberIdOf, QUICK, type Shape, seedAccounts, waIdOf } from "./seed.js";
 
@@ -106,16 +107,19 @@ async function main() {
   await waitHttp(`http://127.0.0.1:${sandboxPort}/_sandbox/requests`, sandbox);
 
   const profileArgs = profile ? ["--cpu-prof", `--cpu-prof-dir=${path.join(root, "bench", "results")}`] : [];
-  const service = spawnChild("service", process.execPath, [...profileArgs, "dist/main.js"], {
+  const serviceEnv = {
     NODE_ENV: "production",
     DATABASE_URL: embedded.url,
-    PORT: String(servicePort),
     ENCRYPTION_KEY: encryptionKey,
     AUTH_SECRET: randomBytes(32).toString("base64url"),
     META_GRAPH_API_URL: `http://127.0.0.1:${sandboxPort}`,
     META_APP_SECRET: appSecret,
     REACT_RATE_LIMIT: "100000000/1s",
     LOG_LEVEL: "warn",
+  };
+  const service = spawnChild("service", process.execPath, [...profileArgs, "dist/main.js"], {
+    ...serviceEnv,
+    PORT: String(servicePort),
   });
   const api = `http://127.0.0.1:${servicePort}`;
   await waitHttp(`${api}/readyz`, service);
@@ -282,6 +286,39 @@ async function main() {
     log(
       `${label}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ""}`,
     );
+    if (key === "webhook") {
+      // The deliveries acknowledged are processed in the background: let them finish before the
+      // next scenario measures something else.
+      log(
+        `webhook backlog processed in ${Math.round((await drainJobs(embedded.url)) / 1000)} s after the scenario`,
+      );
+    }
+  }
+
+  let durable: DurableResults | undefined;
+  if (!only || only.includes("durable")) {
+    durable = await runDurableBench({
+      api,
+      sandbox: `http://127.0.0.1:${sandboxPort}`,
+      databaseUrl: embedded.url,
+      appSecret,
+      phoneNumberId: phoneNumberIdOf(1),
+      memberToken: member,
+      load: runLoad,
+      servicePid: service.pid!,
+      rssOf,
+      log,
+      flood: quick ? 2_000 : 10_000,
+      startSecond: async () => {
+        const port = await freePort();
+        const second = spawnChild("service-2", process.execPath, ["dist/main.js"], {
+          ...serviceEnv,
+          PORT: String(port),
+        });
+        await waitHttp(`http://127.0.0.1:${port}/readyz`, second);
+        return { url: `http://127.0.0.1:${port}`, pid: second.pid! };
+      },
+    });
   }
   clearInterval(sampler);
   peakRss = Math.max(peakRss, rssOf(service.pid!));
@@ -289,6 +326,7 @@ async function main() {
 
   const report = renderReport({
     results,
+    durable,
     idleRss,
     peakRss,
     seedSeconds,
@@ -315,6 +353,7 @@ type Result = LoadResult & { label: string; peakRss: number };
 
 function renderReport(input: {
   results: Record<string, Result>;
+  durable: DurableResults | undefined;
   idleRss: number;
   peakRss: number;
   seedSeconds: number;
@@ -360,6 +399,7 @@ function renderReport(input: {
     ],
     ["webhook ingest >= 0.3 x baseline req/s", results.webhook!.rps / b.rps, (v: number) => v >= 0.3, 2],
     ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
+    ...durableTargets(input.durable),
   ] as const;
   const targetLines = targets.map(
     ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
@@ -371,6 +411,47 @@ function renderReport(input: {
     table: `${table}\n\n${targetTable}\n\n${memory}\n${machine}`,
     markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targetTable}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
   };
+}
+
+function durableTargets(durable: DurableResults | undefined) {
+  if (!durable) return [];
+  const one = durable.floods.find((f) => f.instances === 1);
+  const two = durable.floods.find((f) => f.instances === 2);
+  const rows: Array<readonly [string, number, (v: number) => boolean, number]> = [
+    [
+      `bot reply latency at low load <= 5 x webhook answer time (medians: reply ${durable.replyLatency.medianReplyMs} ms, answer ${durable.replyLatency.medianAckMs} ms)`,
+      durable.replyLatency.ratio,
+      (v) => v <= 5,
+      1,
+    ],
+  ];
+  for (const f of [one, two]) {
+    if (!f) continue;
+    rows.push(
+      [
+        `flood of ${f.deliveries} triggers, ${f.instances} instance(s): replies/s >= 0.5 x acks/s (${Math.round(f.repliesPerSecond)} vs ${Math.round(f.ackPerSecond)})`,
+        f.ratio,
+        (v) => v >= 0.5,
+        2,
+      ],
+      [
+        `flood, ${f.instances} instance(s): every trigger answered exactly once (missing + duplicated)`,
+        f.missing + f.duplicates,
+        (v) => v === 0,
+        0,
+      ],
+      [`flood, ${f.instances} instance(s): peak RSS per instance < 250 MB`, f.peakRssMb, (v) => v < 250, 0],
+    );
+  }
+  if (one && two) {
+    rows.push([
+      "flood: replies/s with two instances vs one (reported)",
+      two.repliesPerSecond / Math.max(one.repliesPerSecond, 1),
+      () => true,
+      2,
+    ]);
+  }
+  return rows;
 }
 
 function updateDoc(previous: string, block: string): string {

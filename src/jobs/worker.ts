@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Logger, parseCronItems, type Runner, run, type TaskList } from "graphile-worker";
+import { EventEmitter } from "node:events";
+import { Logger, parseCronItems, type Runner, run, type TaskList, type WorkerEvents } from "graphile-worker";
 import pg from "pg";
 import type { AppDeps } from "../deps.js";
 import { TASKS } from "./tasks/index.js";
@@ -53,7 +54,23 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
   const taskList: TaskList = {};
   for (const [name, task] of Object.entries(TASKS)) taskList[name] = wrap(task, deps);
 
+  // Worker ids are learnt as the workers are created (inside run()): each is recorded under this
+  // instance before the reaper's grace period for unknown workers could run out.
+  const events = new EventEmitter() as WorkerEvents;
+  const registrations: Promise<unknown>[] = [];
+  events.on("worker:create", ({ worker }) => {
+    registrations.push(
+      pool
+        .query(
+          "insert into worker_instances (worker_id, instance_id) values ($1, $2) on conflict do nothing",
+          [worker.workerId, instanceId],
+        )
+        .catch((error: unknown) => options.log.error({ err: error }, "worker registration failed")),
+    );
+  });
+
   const runner: Runner = await run({
+    events,
     pgPool: pool,
     concurrency: options.concurrency,
     noHandleSignals: true,
@@ -73,24 +90,6 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
           ],
     ),
   });
-  // Registration is awaited before a worker can hold a job for long: a job it
-  // takes first is covered by the reaper's grace period for unknown workers.
-  const registrations: Promise<unknown>[] = [];
-  const register = (workerId: string) =>
-    registrations.push(
-      pool
-        .query(
-          "insert into worker_instances (worker_id, instance_id) values ($1, $2) on conflict do nothing",
-          [workerId, instanceId],
-        )
-        .catch((error: unknown) => options.log.error({ err: error }, "worker registration failed")),
-    );
-  runner.events.on("worker:create", ({ worker }) => register(worker.workerId));
-  // Workers created before the listener was attached.
-  for (const pool of (runner as unknown as { _workerPool?: { _workers: Array<{ workerId: string }> } })
-    ._workerPool?._workers ?? []) {
-    register(pool.workerId);
-  }
   await Promise.all(registrations);
 
   const timer = setInterval(() => {

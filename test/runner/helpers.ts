@@ -31,12 +31,13 @@ export interface World {
 }
 
 /** The app wired to a sandbox upstream, with one account whose channel is connected. */
-export async function createWorld(options: { now?: () => Date } = {}): Promise<World> {
+export async function createWorld(options: { now?: () => Date; workers?: boolean } = {}): Promise<World> {
   const sandbox = await startSandbox();
   const t = await createTestApp({
     config: { appSecret: APP_SECRET, graphApiUrl: sandbox.url },
     upstreamTimeoutMs: 3000,
     now: options.now,
+    workers: options.workers,
   });
   const { user: owner, accountId } = await signUpWithAccount(t.app);
   const phoneNumberId = uniqueDigits(15);

@@ -54,8 +54,25 @@ const UNKNOWN_OUTCOME =
  * (the process died between sending and recording) does not send again, and
  * ends the run `failed` with reason `send_outcome_unknown`.
  */
-export const sendBotMessage: Task = async (raw, deps) => {
+export const sendBotMessage: Task = async (raw, deps, job) => {
   const payload = raw as unknown as BotSendPayload;
+  try {
+    await send(payload, deps);
+  } catch (error) {
+    // A bot message never stays pending: the job's last attempt records the failure.
+    if (job.attempt >= job.maxAttempts) {
+      await recordFailure(
+        deps,
+        payload,
+        { message: "The message could not be sent (internal error)" },
+        "internal_error",
+      );
+    }
+    throw error;
+  }
+};
+
+async function send(payload: BotSendPayload, deps: AppDeps) {
   const attempt = payload.attempt ?? 1;
   const { db } = deps;
 
@@ -149,7 +166,7 @@ export const sendBotMessage: Task = async (raw, deps) => {
       );
     },
   );
-};
+}
 
 type Target =
   | {

@@ -1,0 +1,237 @@
+/**
+ * The background side under load (issue: durable processing): how long a bot
+ * reply takes at low load, and what a flood of trigger messages does, with one
+ * and with two instances of the service. Figures are ratios within one run.
+ */
+import pg from "pg";
+
+export interface DurableInputs {
+  /** The service(s) to post to. */
+  api: string;
+  sandbox: string;
+  databaseUrl: string;
+  appSecret: string;
+  phoneNumberId: string;
+  memberToken: string;
+  /** Runs one load process (bench/load.ts) and gives its result. */
+  load: (scenario: import("./load.js").Scenario) => Promise<import("./load.js").LoadResult>;
+  /** Starts a second instance on the same database; gives its URL and pid. */
+  startSecond: () => Promise<{ url: string; pid: number }>;
+  rssOf: (pid: number) => number;
+  servicePid: number;
+  log: (m: string) => void;
+  flood: number;
+}
+
+export interface DurableResults {
+  replyLatency: { medianReplyMs: number; medianAckMs: number; ratio: number; samples: number };
+  floods: Array<{
+    instances: number;
+    deliveries: number;
+    ackPerSecond: number;
+    repliesPerSecond: number;
+    ratio: number;
+    exactlyOnce: boolean;
+    missing: number;
+    duplicates: number;
+    peakRssMb: number;
+  }>;
+}
+
+interface SandboxRequest {
+  method: string;
+  path: string;
+  body: { to?: string; text?: { body?: string } };
+  at: string;
+}
+
+async function sandboxSends(sandbox: string, text: string): Promise<SandboxRequest[]> {
+  const response = await fetch(`${sandbox}/_sandbox/requests`);
+  const { requests } = (await response.json()) as { requests: SandboxRequest[] };
+  return requests.filter(
+    (r) => r.method === "POST" && r.path.endsWith("/messages") && r.body.text?.body === text,
+  );
+}
+
+async function api(base: string, token: string, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status >= 300)
+    throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  return response.json() as Promise<Record<string, { id: string }>>;
+}
+
+/** An active keyword flow answering `keyword` with `reply`. */
+async function replyFlow(i: DurableInputs, keyword: string, reply: string) {
+  const { flow } = await api(i.api, i.memberToken, "POST", "/api/flows", {
+    name: `bench ${keyword}`,
+    trigger_type: "keyword",
+    trigger_config: { keywords: [keyword], match_type: "exact" },
+  });
+  await api(i.api, i.memberToken, "PUT", `/api/flows/${flow!.id}`, {
+    entry_node_id: "start",
+    nodes: [
+      { node_key: "start", node_type: "start", config: { next_node_key: "hello" } },
+      { node_key: "hello", node_type: "send_message", config: { text: reply } },
+    ],
+  });
+  await api(i.api, i.memberToken, "POST", `/api/flows/${flow!.id}/activate`, { status: "active" });
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+};
+
+/** Waits until no background job is due or running. */
+export async function drainJobs(databaseUrl: string, timeoutMs = 600_000): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const started = Date.now();
+  try {
+    for (;;) {
+      const { rows } = await client.query<{ n: number }>(
+        `select count(*)::int as n from graphile_worker._private_jobs
+          where locked_at is not null or (run_at <= now() and attempts < max_attempts)`,
+      );
+      if ((rows[0]?.n ?? 0) === 0) return Date.now() - started;
+      if (Date.now() - started > timeoutMs) throw new Error("background jobs did not drain");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+export async function runDurableBench(i: DurableInputs): Promise<DurableResults> {
+  const { createHmac, randomBytes } = await import("node:crypto");
+  // (1) Reply latency at low load: one trigger at a time, from the POST to the sandbox receiving the reply.
+  await replyFlow(i, "latencyprobe", "Latency probe reply");
+  const replyMs: number[] = [];
+  const ackMs: number[] = [];
+  for (let n = 0; n < 40; n++) {
+    const waId = `59${String(n).padStart(10, "0")}`;
+    const body = JSON.stringify({
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: "bench",
+          changes: [
+            {
+              field: "messages",
+              value: {
+                messaging_product: "whatsapp",
+                metadata: { display_phone_number: "1555", phone_number_id: i.phoneNumberId },
+                contacts: [{ profile: { name: "Probe" }, wa_id: waId }],
+                messages: [
+                  {
+                    from: waId,
+                    id: `wamid.probe.${randomBytes(8).toString("hex")}`,
+                    timestamp: String(Math.floor(Date.now() / 1000)),
+                    type: "text",
+                    text: { body: "latencyprobe" },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    });
+    const before = (await sandboxSends(i.sandbox, "Latency probe reply")).length;
+    const started = Date.now();
+    const response = await fetch(`${i.api}/api/messaging/webhook`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-hub-signature-256": `sha256=${createHmac("sha256", i.appSecret).update(body).digest("hex")}`,
+      },
+      body,
+    });
+    ackMs.push(Date.now() - started);
+    if (response.status !== 200) throw new Error(`probe answered ${response.status}`);
+    for (;;) {
+      const sends = await sandboxSends(i.sandbox, "Latency probe reply");
+      if (sends.length > before) {
+        replyMs.push(new Date(sends.at(-1)!.at).getTime() - started);
+        break;
+      }
+      if (Date.now() - started > 10_000) throw new Error("no reply within 10 s");
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+  const replyLatency = {
+    medianReplyMs: median(replyMs),
+    medianAckMs: median(ackMs),
+    ratio: median(replyMs) / Math.max(median(ackMs), 1),
+    samples: replyMs.length,
+  };
+  i.log(
+    `bot reply latency at low load: median ${replyLatency.medianReplyMs} ms from POST to reply, webhook answer ${replyLatency.medianAckMs} ms (${replyLatency.ratio.toFixed(1)}x)`,
+  );
+
+  // (2) Floods: `flood` trigger deliveries from new customers at 50 connections, one instance then two.
+  const floods: DurableResults["floods"] = [];
+  let second: { url: string; pid: number } | undefined;
+  for (const instances of [1, 2]) {
+    if (instances === 2) second = await i.startSecond();
+    const keyword = `flood${instances}`;
+    const reply = `Flood ${instances} reply`;
+    await replyFlow(i, keyword, reply);
+    const pids = [i.servicePid, ...(second ? [second.pid] : [])];
+    let peak = 0;
+    const sampler = setInterval(() => {
+      for (const pid of pids) peak = Math.max(peak, i.rssOf(pid));
+    }, 100);
+    const started = Date.now();
+    const targets = [i.api, ...(second ? [second.url] : [])];
+    const per = Math.ceil(i.flood / targets.length);
+    const acks = await Promise.all(
+      targets.map((url, t) =>
+        i.load({
+          url: `${url}/api/messaging/webhook`,
+          method: "POST",
+          connections: Math.floor(50 / targets.length),
+          durationSeconds: 600,
+          amount: per,
+          webhook: {
+            appSecret: i.appSecret,
+            phoneNumberId: i.phoneNumberId,
+            waIds: [],
+            newCustomers: `6${instances}${t}`,
+            text: keyword,
+          },
+        }),
+      ),
+    );
+    const ackSeconds = (Date.now() - started) / 1000;
+    const acked = acks.reduce((sum, r) => sum + r.requests - r.non2xx - r.errors, 0);
+    await drainJobs(i.databaseUrl);
+    const sends = await sandboxSends(i.sandbox, reply);
+    clearInterval(sampler);
+    const lastReply = Math.max(...sends.map((s) => new Date(s.at).getTime()));
+    const replySeconds = (lastReply - started) / 1000;
+    const perCustomer = new Map<string, number>();
+    for (const s of sends) perCustomer.set(s.body.to ?? "", (perCustomer.get(s.body.to ?? "") ?? 0) + 1);
+    const duplicates = [...perCustomer.values()].filter((n) => n > 1).length;
+    const result = {
+      instances,
+      deliveries: acked,
+      ackPerSecond: acked / ackSeconds,
+      repliesPerSecond: sends.length / replySeconds,
+      ratio: sends.length / replySeconds / (acked / ackSeconds),
+      exactlyOnce: perCustomer.size === acked && duplicates === 0,
+      missing: acked - perCustomer.size,
+      duplicates,
+      peakRssMb: peak,
+    };
+    floods.push(result);
+    i.log(
+      `flood of ${acked} triggers, ${instances} instance(s): ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
+    );
+  }
+  return { replyLatency, floods };
+}

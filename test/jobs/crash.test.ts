@@ -1,0 +1,250 @@
+import { randomInt } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+import { uniqueDigits } from "../helpers/fixtures.js";
+import { type ServiceProcess, startService } from "../helpers/service.js";
+import { APP_SECRET, activeFlow, createWorld, type World } from "../runner/helpers.js";
+
+/**
+ * Crash safety with real processes: the service is killed with SIGKILL at
+ * random moments during a stream of trigger messages, and restarted (or left
+ * to a second instance). Whatever Meta got a 200 for is answered exactly once,
+ * except sends that were on the wire at the kill: those are never repeated,
+ * and their runs end `failed` saying why.
+ */
+
+const CONCURRENCY = 4;
+let w: World;
+const services: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  // The test's own app only prepares data: the child processes do the work.
+  w = await createWorld({ workers: false });
+  // Sends take a moment, so that kills land mid-send too.
+  w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { delayMs: 30, times: 100_000 });
+});
+afterAll(async () => {
+  for (const service of services) if (service.child.exitCode === null) await service.kill9();
+  await w.close();
+});
+
+const service = async () => {
+  const started = await startService({
+    DATABASE_URL: w.t.database.url,
+    META_GRAPH_API_URL: w.sandbox.url,
+    META_GRAPH_API_VERSION: w.t.config.graphApiVersion,
+    META_APP_SECRET: APP_SECRET,
+    ENCRYPTION_KEY: w.t.config.encryptionKey,
+    AUTH_SECRET: w.t.config.authSecret,
+    WORKER_CONCURRENCY: String(CONCURRENCY),
+    LOG_LEVEL: "warn",
+  });
+  services.push(started);
+  return started;
+};
+
+const menuFlow = (keyword: string) =>
+  activeFlow(w, {
+    trigger_config: { keywords: [keyword] },
+    nodes: [
+      { node_key: "start", node_type: "start", config: { next_node_key: "menu" } },
+      {
+        node_key: "menu",
+        node_type: "send_buttons",
+        config: {
+          text: "How can we help, {{contact.name}}?",
+          buttons: [{ reply_id: "agent", title: "An agent", next_node_key: "bye" }],
+        },
+      },
+      { node_key: "bye", node_type: "handoff", config: {} },
+    ],
+  });
+
+/** Posts one trigger from a new customer; true when the service acknowledged it. */
+async function trigger(target: ServiceProcess, keyword: string, from: string): Promise<boolean> {
+  const { payload } = inboundTextPayload({
+    phoneNumberId: w.phoneNumberId,
+    from,
+    name: `C${from}`,
+    text: keyword,
+  });
+  const raw = JSON.stringify(payload);
+  try {
+    const response = await fetch(`${target.url}/api/messaging/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-hub-signature-256": signPayload(raw, APP_SECRET) },
+      body: raw,
+      signal: AbortSignal.timeout(5_000),
+    });
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until no job is due or running (future retries aside). */
+async function settled(timeoutMs = 60_000) {
+  const started = Date.now();
+  let quiet = 0;
+  while (quiet < 3) {
+    const { rows } = await w.t.database.pool.query<{ busy: boolean }>(
+      `select exists (select 1 from graphile_worker._private_jobs
+                      where locked_at is not null or (run_at <= now() and attempts < max_attempts)) as busy`,
+    );
+    quiet = rows[0]?.busy ? 0 : quiet + 1;
+    if (Date.now() - started > timeoutMs) throw new Error("jobs did not settle");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Outcome {
+  wa_id: string;
+  runs: number;
+  statuses: string[];
+  reasons: Array<string | null>;
+}
+
+async function outcomes(flowId: string): Promise<Map<string, Outcome>> {
+  const { rows } = await w.t.database.pool.query<Outcome>(
+    `select c.wa_id, count(r.id)::int as runs, array_agg(r.status) as statuses, array_agg(r.end_reason) as reasons
+       from contacts c join flow_runs r on r.contact_id = c.id
+      where r.flow_id = $1 group by c.wa_id`,
+    [flowId],
+  );
+  return new Map(rows.map((r) => [r.wa_id, r]));
+}
+
+const menusTo = () => {
+  const counts = new Map<string, number>();
+  for (const r of w.sandbox.requests()) {
+    if (r.method !== "POST" || !r.path.endsWith("/messages")) continue;
+    const to = (r.body as { to?: string }).to ?? "";
+    counts.set(to, (counts.get(to) ?? 0) + 1);
+  }
+  return counts;
+};
+
+async function pendingMessages() {
+  const { rows } = await w.t.database.pool.query<{ n: number }>(
+    "select count(*)::int as n from messages where status = 'pending'",
+  );
+  return rows[0]?.n ?? -1;
+}
+
+/**
+ * Sends `count` triggers from new customers, `inFlight` at a time, to whichever
+ * service `target()` names at that moment; `onAck` may kill it. Unacknowledged
+ * deliveries are posted again later, as Meta does.
+ */
+async function stream(
+  keyword: string,
+  count: number,
+  target: () => ServiceProcess,
+  onAck: (acked: number) => Promise<void>,
+) {
+  const customers = Array.from({ length: count }, () => uniqueDigits(12));
+  const todo = [...customers];
+  const acked = new Set<string>();
+  const worker = async () => {
+    for (let from = todo.shift(); from !== undefined; from = todo.shift()) {
+      if (await trigger(target(), keyword, from)) {
+        acked.add(from);
+        await onAck(acked.size);
+      } else {
+        // Meta delivers again what got no 200.
+        todo.push(from);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 5 }, worker));
+  return { customers, acked };
+}
+
+function expectExactlyOnce(
+  flowId: string,
+  acked: Set<string>,
+  found: Map<string, Outcome>,
+  menus: Map<string, number>,
+  maxUnknown: number,
+) {
+  let unknown = 0;
+  for (const from of acked) {
+    const outcome = found.get(from);
+    expect(outcome?.runs, `runs of ${from} (flow ${flowId})`).toBe(1);
+    expect(menus.get(from) ?? 0, `menus to ${from}`).toBeLessThanOrEqual(1);
+    if (outcome?.statuses[0] === "failed") {
+      expect(outcome.reasons[0]).toBe("send_outcome_unknown");
+      unknown += 1;
+    } else {
+      expect(outcome?.statuses[0]).toBe("active");
+      expect(menus.get(from), `menu to ${from}`).toBe(1);
+    }
+  }
+  // Nobody who got no 200 was answered twice either.
+  for (const count of menus.values()) expect(count).toBeLessThanOrEqual(1);
+  expect(unknown).toBeLessThanOrEqual(maxUnknown);
+  return unknown;
+}
+
+describe("kill -9 of the service", () => {
+  it("answers every acknowledged trigger exactly once across two kills and restarts", async () => {
+    const flowId = await menuFlow("crash");
+    let current = await service();
+    const kills = [randomInt(15, 45), randomInt(60, 95)];
+    let restarting: Promise<void> | null = null;
+    const { acked } = await stream(
+      "crash",
+      120,
+      () => current,
+      async (n) => {
+        if (kills[0] !== undefined && n >= kills[0] && !restarting) {
+          kills.shift();
+          restarting = (async () => {
+            await current.kill9();
+            current = await service();
+            restarting = null;
+          })();
+        }
+        if (restarting) await restarting;
+      },
+    );
+    expect(acked.size).toBeGreaterThanOrEqual(100);
+    await settled();
+
+    const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), 2 * CONCURRENCY);
+    expect(await pendingMessages()).toBe(0);
+    console.log(`kill -9 twice: ${acked.size} acknowledged, ${unknown} send(s) interrupted mid-flight`);
+    await current.stop();
+  }, 180_000);
+});
+
+describe("two instances on one database", () => {
+  it("share the work; one killed mid-stream, the other finishes everything exactly once", async () => {
+    w.sandbox.clearRequests();
+    const flowId = await menuFlow("pair");
+    const a = await service();
+    const b = await service();
+    let turn = 0;
+    let aAlive = true;
+    const t0 = Date.now();
+    const { acked } = await stream(
+      "pair",
+      100,
+      () => (aAlive && turn++ % 2 === 0 ? a : b),
+      async (n) => {
+        if (aAlive && n >= 40) {
+          aAlive = false;
+          await a.kill9();
+        }
+      },
+    );
+    console.log(`streamed in ${Date.now() - t0} ms`);
+    await settled();
+    console.log(`settled in ${Date.now() - t0} ms`);
+    const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), CONCURRENCY);
+    expect(await pendingMessages()).toBe(0);
+    console.log(`two instances, one killed: ${acked.size} acknowledged, ${unknown} interrupted mid-flight`);
+    await b.stop();
+  }, 180_000);
+});
