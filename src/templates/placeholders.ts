@@ -71,7 +71,7 @@ export function renderTemplateBody(
 ): string | null {
   const body = components.find((c) => String(c.type ?? "").toUpperCase() === "BODY");
   if (!body || typeof body.text !== "string") return null;
-  return body.text.replace(PLACEHOLDER, (whole, n: string) => parameters[Number(n) - 1] ?? whole);
+  return body.text.replace(PLACEHOLDER, (whole, n: string) => parameters[Number(n) - 1] || whole);
 }
 
 /** Templates are keyed by name and language together, as Meta keys them. */
@@ -95,4 +95,23 @@ export function templateProblem(
   if (typeof given === "string") return `${label}: ${given}`;
   const mismatch = parameterMismatch(expectedParameters(template.components), given);
   return mismatch ? `${label}: component ${mismatch}` : null;
+}
+
+/** What a send parameter shows the customer: its text, or a currency's or date's fallback value. */
+export function parameterText(parameter: Record<string, unknown>): string | undefined {
+  if (typeof parameter.text === "string") return parameter.text;
+  for (const key of ["currency", "date_time"]) {
+    const value = parameter[key] as { fallback_value?: unknown } | undefined;
+    if (typeof value?.fallback_value === "string") return value.fallback_value;
+  }
+  return undefined;
+}
+
+/** The body parameters of a send's components, as the customer reads them (in order). */
+export function bodyParameterTexts(
+  components: Array<{ type: string; parameters: Array<Record<string, unknown>> }>,
+) {
+  return components
+    .filter((c) => c.type.toLowerCase() === "body")
+    .flatMap((c) => c.parameters.map((p) => parameterText(p) ?? ""));
 }

@@ -5,7 +5,13 @@ import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { channelFor } from "../messaging/channel.js";
 import { GraphApiError, type TemplateComponentParameters } from "../upstream/graph.js";
-import { renderTemplateBody, type StoredTemplate, templateKey, templateProblem } from "./placeholders.js";
+import {
+  bodyParameterTexts,
+  renderTemplateBody,
+  type StoredTemplate,
+  templateKey,
+  templateProblem,
+} from "./placeholders.js";
 
 export type TemplateRow = typeof messageTemplates.$inferSelect;
 
@@ -159,10 +165,9 @@ export async function prepareTemplateSend(db: DbOrTx, accountId: string, request
     );
   const problem = templateProblem(template, request);
   if (problem) throw new ApiError(400, problem);
-  const bodyParameters = (request.components ?? [])
-    .filter((c) => c.type.toLowerCase() === "body")
-    .flatMap((c) => c.parameters.map((p) => (typeof p.text === "string" ? p.text : String(p.text ?? ""))));
-  const text = renderTemplateBody(template?.components ?? [], bodyParameters) ?? request.name;
+  const text =
+    renderTemplateBody(template?.components ?? [], bodyParameterTexts(request.components ?? [])) ??
+    request.name;
   return {
     outbound: {
       type: "template" as const,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { buildNodeMessage } from "../../src/flows/runner/outbound.js";
 import { validateFlowGraph } from "../../src/flows/validate.js";
 import {
+  bodyParameterTexts,
   expectedParameters,
   givenParameters,
   parameterMismatch,
@@ -51,6 +52,18 @@ describe("template placeholders", () => {
   it("renders the body as the customer reads it", () => {
     expect(renderTemplateBody(ORDER, ["Ada", "#7"])).toBe("Hi Ada, your order #7 ships Ada.");
     expect(renderTemplateBody([{ type: "HEADER", text: "x" }], [])).toBeNull();
+    const texts = bodyParameterTexts([
+      {
+        type: "body",
+        parameters: [
+          { type: "text", text: "Ada" },
+          { type: "currency", currency: { fallback_value: "$100.99", code: "USD", amount_1000: 100990 } },
+        ],
+      },
+    ]);
+    expect(renderTemplateBody([{ type: "BODY", text: "{{1}} owes {{2}} by {{3}}" }], texts)).toBe(
+      "Ada owes $100.99 by {{3}}",
+    );
   });
 
   it("explains why a template cannot be sent", () => {

@@ -1,4 +1,4 @@
-import { renderTemplateBody } from "../../templates/placeholders.js";
+import { bodyParameterTexts, renderTemplateBody } from "../../templates/placeholders.js";
 import type { InteractiveBody, OutboundMessage, TemplateComponentParameters } from "../../upstream/graph.js";
 import { type ContactFacts, renderText } from "./rules.js";
 
@@ -148,10 +148,7 @@ export function buildNodeMessage(
           ) as Array<Record<string, unknown>>,
         });
       }
-      const bodyTexts = components
-        .filter((c) => c.type.toLowerCase() === "body")
-        .flatMap((c) => c.parameters.map((p) => (typeof p.text === "string" ? p.text : "")));
-      const shown = template ? renderTemplateBody(template.components, bodyTexts) : null;
+      const shown = template ? renderTemplateBody(template.components, bodyParameterTexts(components)) : null;
       return {
         ok: true,
         message: {

@@ -87,7 +87,11 @@ async function controlRoute(request: {
     });
     return { status: 201, body: { added: phoneNumberId } };
   }
-  if (method === "POST" && path === "/_sandbox/templates/status") {
+  // Meta's template review, not the customer, sends these; the customer/ alias keeps all webhooks in one place.
+  if (
+    method === "POST" &&
+    (path === "/_sandbox/templates/status" || path === "/_sandbox/customer/template_status")
+  ) {
     const b = (request.body ?? {}) as Record<string, unknown>;
     const template = sandbox
       .templates(demo.businessAccountId)
@@ -211,6 +215,7 @@ const HELP = [
   "POST /_sandbox/customer/status          {from, message_id, status: sent|delivered|read|failed, error_code?, error_title?}",
   "POST /_sandbox/customer/media           {from, type?: image|audio|video|document|sticker, mime_type?, data_base64?, caption?, filename?}",
   "POST /_sandbox/templates/status         {name, language?, event: APPROVED|REJECTED|PAUSED|DISABLED, reason?}",
+  "     (also /_sandbox/customer/template_status)",
 ];
 
 const sandbox = await startSandbox({
