@@ -28,8 +28,9 @@ afterAll(async () => {
   await w.close();
 });
 
-const service = async () => {
+const service = async (extra: Record<string, string> = {}) => {
   const started = await startService({
+    ...extra,
     DATABASE_URL: w.t.database.url,
     META_GRAPH_API_URL: w.sandbox.url,
     META_GRAPH_API_VERSION: w.t.config.graphApiVersion,
@@ -248,4 +249,46 @@ describe("two instances on one database", () => {
     console.log(`two instances, one killed: ${acked.size} acknowledged, ${unknown} interrupted mid-flight`);
     await b.stop();
   }, 180_000);
+});
+
+describe("instances without workers, and shutdown", () => {
+  it("an API-only instance (WORKERS=false) acknowledges deliveries and leaves them to a worker instance", async () => {
+    w.sandbox.clearRequests();
+    const flowId = await menuFlow("apionly");
+    const api = await service({ WORKERS: "false" });
+    const from = uniqueDigits(12);
+    expect(await trigger(api, "apionly", from)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await outcomes(flowId)).size).toBe(0);
+    const { rows } = await w.t.database.pool.query<{ n: number }>(
+      "select count(*)::int as n from graphile_worker._private_jobs where task_identifier = 'process-webhook'",
+    );
+    expect(rows[0]?.n).toBeGreaterThanOrEqual(1);
+
+    const worker = await service();
+    await settled();
+    expect((await outcomes(flowId)).get(from)?.runs).toBe(1);
+    expect(menusTo().get(from)).toBe(1);
+    await api.stop();
+    await worker.stop();
+  }, 120_000);
+
+  it("SIGTERM lets a running send finish before the process exits", async () => {
+    w.sandbox.clearRequests();
+    const flowId = await menuFlow("sigterm");
+    w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { delayMs: 2_000, times: 1 });
+    const one = await service();
+    const from = uniqueDigits(12);
+    expect(await trigger(one, "sigterm", from)).toBe(true);
+    // Wait until the send is on the wire, then ask the process to stop.
+    for (let i = 0; i < 100 && !menusTo().has(from); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await one.stop()).toBe(0);
+    const { rows } = await w.t.database.pool.query<{ status: string }>(
+      `select m.status from messages m join conversations c on c.id = m.conversation_id
+         join contacts k on k.id = c.contact_id where k.wa_id = $1 and m.sender_type = 'bot'`,
+      [from],
+    );
+    expect(rows.map((r) => r.status)).toEqual(["sent"]);
+    expect((await outcomes(flowId)).get(from)?.statuses).toEqual(["active"]);
+  }, 120_000);
 });
