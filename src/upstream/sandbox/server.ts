@@ -66,7 +66,14 @@ export interface Sandbox {
   advanceTime(ms: number): void;
   requests(): RecordedRequest[];
   clearRequests(): void;
-  inject(match: { method?: string; path?: string | RegExp }, fault: SandboxFault): void;
+  /**
+   * Fails the next matching requests. Read receipts share the messages path with sends; a fault
+   * applies to them only with `readReceipts: true` (and then only to them).
+   */
+  inject(
+    match: { method?: string; path?: string | RegExp; readReceipts?: boolean },
+    fault: SandboxFault,
+  ): void;
   /** numbers, faults, log */
   reset(): void;
   close(): Promise<void>;
@@ -118,6 +125,7 @@ interface NumberState extends SandboxNumber {
 interface FaultRule {
   method: string | undefined;
   path: string | RegExp | undefined;
+  readReceipts: boolean;
   fault: SandboxFault;
   remaining: number;
 }
@@ -160,6 +168,9 @@ interface StoredMedia extends SandboxMediaInput {
 }
 const PHONE_FIELDS = ["id", "display_phone_number", "verified_name", "quality_rating"] as const;
 const MEDIA_TYPES = ["image", "video", "document", "audio", "sticker"];
+
+const isReadReceipt = (body: unknown) =>
+  typeof body === "object" && body !== null && (body as { status?: unknown }).status === "read";
 
 /** Starts the emulator; port 0 (the default) picks a free port. */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
@@ -215,7 +226,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       if (answer) return sendJson(response, answer.status, answer.body);
     }
 
-    const fault = takeFault(method, path);
+    const fault = takeFault(method, path, isReadReceipt(body));
     if (fault) {
       if (fault.delayMs) await sleep(fault.delayMs);
       if (fault.drop) {
@@ -250,9 +261,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
   }
 
-  function takeFault(method: string, path: string): SandboxFault | undefined {
+  function takeFault(method: string, path: string, readReceipt = false): SandboxFault | undefined {
     const rule = faults.find(
-      (f) => f.remaining > 0 && (!f.method || f.method === method) && pathMatches(f.path, path),
+      (f) =>
+        f.remaining > 0 &&
+        (!f.method || f.method === method) &&
+        pathMatches(f.path, path) &&
+        f.readReceipts === readReceipt,
     );
     if (!rule) return undefined;
     rule.remaining -= 1;
@@ -607,6 +622,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       faults.push({
         method: match.method?.toUpperCase(),
         path: match.path,
+        readReceipts: match.readReceipts ?? false,
         fault,
         remaining: fault.times ?? 1,
       });
