@@ -102,8 +102,12 @@ export function SignUpPage() {
   const [password, setPassword] = useState("");
   const [localError, setLocalError] = useState<{ field: string; text: string } | null>(null);
   const signUp = useMutation({
-    mutationFn: () =>
-      api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true }),
+    // Sign-up only creates the login (it never opens a session, whatever the answer); signing in
+    // right after it does, and fails with the sign-up's own error when the login was not created.
+    mutationFn: async () => {
+      await api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true });
+      return api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true });
+    },
     onSuccess: async () => {
       await client.resetQueries();
       navigate(safeNext(search), { replace: true });
