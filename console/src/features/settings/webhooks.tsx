@@ -32,7 +32,10 @@ function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
             {d.status}
           </Badge>
           <span>{d.event_type}</span>
-          <span className="muted">{d.response_status ? `HTTP ${d.response_status}` : ""}</span>
+          <span className="muted">
+            {d.response_status ? `HTTP ${d.response_status}` : (d.error ?? "")}
+            {d.attempt > 1 ? ` · attempt ${d.attempt}` : ""}
+          </span>
           <span className="muted">{shortTime(d.created_at)}</span>
         </li>
       ))}
@@ -76,7 +79,10 @@ export function WebhookSettings() {
   });
   const test = useMutation({
     mutationFn: (id: string) => api(`/api/webhook-endpoints/${id}/test`, { method: "POST", body: {} }),
-    onSuccess: (_r, id) => void client.invalidateQueries({ queryKey: ["webhook-deliveries", id] }),
+    onSuccess: (_r, id) => {
+      setOpen(id);
+      void client.invalidateQueries({ queryKey: ["webhook-deliveries", id] });
+    },
   });
   if (endpoints.isPending) return <Spinner />;
   if (endpoints.data === null) return <Unavailable what="Webhook endpoints" />;
@@ -161,6 +167,11 @@ export function WebhookSettings() {
                   <div>
                     <strong className="clip">{e.url}</strong>
                     <p className="muted">{e.events.join(", ")}</p>
+                    {e.disabled_reason ? (
+                      <p className="field-error">Turned off by the service: {e.disabled_reason}</p>
+                    ) : e.failing_since ? (
+                      <p className="field-error">Failing since {shortTime(e.failing_since)}</p>
+                    ) : null}
                   </div>
                   <Badge tone={e.enabled ? "ok" : "muted"}>{e.enabled ? "enabled" : "disabled"}</Badge>
                   <div className="row-actions">
