@@ -163,20 +163,6 @@ export async function newPage(
   return { context, page };
 }
 
-/**
- * Probes a route with a real resource id, the way the console sees it: the API's plain 404
- * `{"error":"Not found"}` means this server does not have the route yet.
- */
-export async function routeExists(url: string, method: string, routePath: string, cookie: string) {
-  const response = await fetch(`${url}${routePath}`, {
-    method,
-    headers: { cookie, "content-type": "application/json", origin: url },
-    body: method === "GET" ? undefined : "{}",
-  });
-  const text = await response.text();
-  return !(response.status === 404 && text === '{"error":"Not found"}');
-}
-
 export const screenshotDir = path.join(root, "docs", "screenshots");
 /** Screenshots for the README are written only when asked (CONSOLE_SCREENSHOTS=1). */
 export const takeScreenshots = process.env.CONSOLE_SCREENSHOTS === "1";
