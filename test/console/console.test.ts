@@ -97,6 +97,8 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   it("shows a customer's message without a reload, and the agent replies, reacts, attaches and reads", async () => {
     await page.getByRole("link", { name: "Inbox" }).click();
     await page.getByText("No conversations here").waitFor();
+    // Updates come from the service's event stream (polling is only for a server without one).
+    await page.getByText("Live", { exact: true }).waitFor();
 
     const sam = stack.customer(customer.waId, customer.name);
     expect((await sam.text("Hi! Do you ship to Lisbon?")).status).toBe(200);

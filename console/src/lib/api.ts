@@ -86,10 +86,6 @@ export async function api<T>(path: string, options: RequestOptions = {}): Promis
   throw new HttpError(response.status, message, errorBody);
 }
 
-/** A route that this server does not have yet answers the API's plain 404. */
-export const isMissingRoute = (error: unknown) =>
-  error instanceof HttpError && error.status === 404 && error.message === "Not found";
-
 export const errorText = (error: unknown) =>
   error instanceof Error ? error.message : "Something went wrong";
 

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, isMissingRoute, listOf } from "../../lib/api";
+import { api, listOf } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
-import { Badge, Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
+import { Badge, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
 
 const EVENT_TYPES = [
   "message.received",
@@ -48,12 +48,7 @@ export function WebhookSettings() {
   const endpoints = useQuery({
     queryKey: ["webhook-endpoints"],
     queryFn: async () => {
-      try {
-        return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
     },
   });
   const [url, setUrl] = useState("");
@@ -85,7 +80,7 @@ export function WebhookSettings() {
     },
   });
   if (endpoints.isPending) return <Spinner />;
-  if (endpoints.data === null) return <Unavailable what="Webhook endpoints" />;
+  if (endpoints.isError) return <FormError error={endpoints.error.message} />;
   const errors = formErrors(create.error, ["url", "events"]);
   const submit = (e: FormEvent) => {
     e.preventDefault();
