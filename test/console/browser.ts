@@ -5,8 +5,9 @@
  * SKIPPED line, unless REQUIRE_BROWSER=1 (CI), where a missing browser fails the run.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { buildConsole } from "../../scripts/console-build.mjs";
@@ -93,7 +94,10 @@ export async function startStack(): Promise<Stack> {
   const sandbox = await startSandbox({ onMessageAccepted: (message) => accepted.push(message) });
   sandbox.addNumber(NUMBER);
   const database = await createTestDatabase();
+  // Media files outlive a restart of the service, as DATA_DIR/media does.
+  const mediaDir = mkdtempSync(path.join(os.tmpdir(), "wa-console-media-"));
   const config = {
+    mediaStore: { kind: "local" as const, dir: mediaDir },
     publicUrl: url,
     appSecret,
     graphApiUrl: sandbox.url,
@@ -130,6 +134,7 @@ export async function startStack(): Promise<Stack> {
       await stop();
       await database.drop();
       await sandbox.close();
+      rmSync(mediaDir, { recursive: true, force: true });
     },
   };
 }

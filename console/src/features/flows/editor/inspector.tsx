@@ -112,8 +112,9 @@ function TemplateFields(props: { config: Rec; onConfig: (config: Rec, key: strin
   const list = templates.data ?? [];
   const chosen = list.find((t) => t.name === c.template_name && t.language === c.language);
   const params = bodyParameters(c);
-  const expected = chosen ? bodyPlaceholders(chosen) : params.length;
-  const shown = Array.from({ length: Math.max(expected, params.length) }, (_, i) => params[i] ?? "");
+  // A synced template says how many parameters its body takes; otherwise those given are kept.
+  const count = chosen ? bodyPlaceholders(chosen) : params.length;
+  const shown = Array.from({ length: count }, (_, i) => params[i] ?? "");
   const setText = (key: "template_name" | "language") => (value: string) =>
     props.onConfig({ ...c, [key]: value }, key);
   const setParam = (i: number, value: string) =>
@@ -127,15 +128,9 @@ function TemplateFields(props: { config: Rec; onConfig: (config: Rec, key: strin
   const pick = (value: string) => {
     const template = list.find((t) => `${t.name}|${t.language}` === value);
     if (!template) return;
-    const count = bodyPlaceholders(template);
     const next = { ...c, template_name: template.name, language: template.language };
-    props.onConfig(
-      withBodyParameters(
-        next,
-        Array.from({ length: count }, (_, i) => params[i] ?? ""),
-      ),
-      "template",
-    );
+    const slots = Array.from({ length: bodyPlaceholders(template) }, (_, i) => params[i] ?? "");
+    props.onConfig(withBodyParameters(next, slots), "template");
   };
   const body = chosen?.components.find((x) => x.type.toLowerCase() === "body")?.text;
   return (
@@ -181,24 +176,27 @@ function TemplateFields(props: { config: Rec; onConfig: (config: Rec, key: strin
           placeholder="{{contact.name}}"
         />
       ))}
-      <div className="inspector-row">
-        <button
-          type="button"
-          className="btn btn-small"
-          onClick={() => props.onConfig(withBodyParameters(c, [...shown, ""]), "params")}
-        >
-          Add body parameter
-        </button>
-        {shown.length ? (
+      {chosen ? null : (
+        // A template not synced here: its parameters cannot be counted, so they are added by hand.
+        <div className="inspector-row">
           <button
             type="button"
             className="btn btn-small"
-            onClick={() => props.onConfig(withBodyParameters(c, shown.slice(0, -1)), "params")}
+            onClick={() => props.onConfig(withBodyParameters(c, [...shown, ""]), "params")}
           >
-            Remove last parameter
+            Add body parameter
           </button>
-        ) : null}
-      </div>
+          {shown.length ? (
+            <button
+              type="button"
+              className="btn btn-small"
+              onClick={() => props.onConfig(withBodyParameters(c, shown.slice(0, -1)), "params")}
+            >
+              Remove last parameter
+            </button>
+          ) : null}
+        </div>
+      )}
     </>
   );
 }
