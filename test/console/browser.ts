@@ -98,6 +98,8 @@ export async function startStack(): Promise<Stack> {
   const mediaDir = mkdtempSync(path.join(os.tmpdir(), "wa-console-media-"));
   const config = {
     mediaStore: { kind: "local" as const, dir: mediaDir },
+    // Outbound webhooks may go to a receiver on this machine (WEBHOOK_ALLOW_PRIVATE=true).
+    webhookAllowPrivate: true,
     publicUrl: url,
     appSecret,
     graphApiUrl: sandbox.url,

@@ -1,4 +1,6 @@
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { deflateSync } from "node:zlib";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -367,6 +369,54 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
       .waitFor();
   });
 
+  it("lets the owner create an API key and a webhook endpoint, each secret shown once, and test it", async () => {
+    // A receiver for the account's webhooks, on this machine.
+    const received: Array<{ headers: Record<string, unknown>; body: string }> = [];
+    const receiver = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        received.push({ headers: request.headers, body });
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    try {
+      await page.getByRole("link", { name: "Settings" }).click();
+      const sections = page.getByRole("navigation", { name: "Settings sections" });
+      await sections.getByRole("link", { name: "API keys" }).click();
+      await page.getByLabel("Name").fill("Zapier");
+      await page.getByRole("button", { name: "Create key" }).click();
+      const key = await page.getByLabel("New API key").inputValue();
+      expect(key.length).toBeGreaterThan(20);
+      // The key works as a Bearer token, and the list shows only its first characters.
+      const viaKey = await fetch(`${stack.url}/api/conversations`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(viaKey.status).toBe(200);
+      await page.getByRole("button", { name: "Revoke Zapier" }).waitFor();
+      expect(await page.locator(".item-list").getByText(key).count()).toBe(0);
+
+      await sections.getByRole("link", { name: "Webhooks" }).click();
+      await page.getByLabel("URL").fill(hookUrl);
+      await page.getByRole("button", { name: "Add endpoint" }).click();
+      expect(await page.getByLabel("Signing secret").inputValue()).toMatch(/^whsec_/);
+      await page.getByText(hookUrl).waitFor();
+      await page.getByRole("button", { name: "Send test" }).click();
+      await page
+        .getByRole("list", { name: `Deliveries to ${hookUrl}` })
+        .getByText("delivered")
+        .waitFor();
+      expect(received.length).toBeGreaterThanOrEqual(1);
+      expect(received[0]?.headers["webhook-signature"]).toMatch(/^v1,/);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+
   it("hides owner-only settings from a member, who joins through an invitation", async () => {
     const member = { name: "Mia Member", email: `mia-${Date.now()}@example.com` };
     await page.getByRole("link", { name: "Settings" }).click();
@@ -438,6 +488,15 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     await page.getByRole("link", { name: "Channel" }).click();
     await page.getByRole("heading", { name: "Sign in" }).waitFor();
     expect(new URL(page.url()).searchParams.get("next")).toBe("/channel");
+    // Signing up again with a taken email opens nothing and says to sign in.
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("Your name").fill("Someone Else");
+    await page.getByLabel("Email").fill(owner.email);
+    await page.getByLabel("Password").fill("a different password");
+    await page.getByRole("button", { name: "Sign up" }).click();
+    await page.getByText("this email already has a login with another password. Sign in instead.").waitFor();
+    await page.getByRole("link", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
     await page.getByLabel("Email").fill(owner.email);
     await page.getByLabel("Password").fill("wrong password!");
     await page.getByRole("button", { name: "Sign in" }).click();

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
-import { api } from "../../lib/api";
+import { api, HttpError } from "../../lib/api";
 import { Field, FormError, formErrors } from "../../lib/ui";
 import { ConnectionBanner } from "../shell/shell";
 
@@ -106,7 +106,17 @@ export function SignUpPage() {
     // right after it does, and fails with the sign-up's own error when the login was not created.
     mutationFn: async () => {
       await api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true });
-      return api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true });
+      try {
+        return await api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true });
+      } catch (error) {
+        // Sign-up answers alike for a taken email: then this password does not open that login.
+        if (error instanceof HttpError && error.status === 401)
+          throw new HttpError(
+            401,
+            "email: this email already has a login with another password. Sign in instead.",
+          );
+        throw error;
+      }
     },
     onSuccess: async () => {
       await client.resetQueries();
