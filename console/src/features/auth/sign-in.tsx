@@ -127,7 +127,8 @@ export function SignUpPage() {
   const serverError = signUp.error?.message ?? "";
   const fieldError = (field: string) => {
     if (localError?.field === field) return localError.text;
-    if (errors.name === field) return errors.field;
+    // An error that names its field goes there only; better-auth's own messages are matched by word.
+    if (errors.name) return errors.name === field ? errors.field : undefined;
     if (field === "password" && /password/i.test(serverError)) return serverError;
     if (field === "email" && /email|user already exists/i.test(serverError)) return serverError;
     return undefined;
