@@ -55,10 +55,21 @@ export async function buildConsole({ force = false, quiet = false } = {}) {
   if (!force && consoleIsFresh()) return false;
   const sourceHash = consoleSourceHash();
   const { build } = await import("vite");
-  await build({
-    configFile: path.join(consoleDir, "vite.config.ts"),
-    logLevel: quiet ? "error" : "warn",
-  });
+  // Always React's production build, even when called from a test run (vitest sets NODE_ENV=test,
+  // which Vite would otherwise carry into the bundle as a development build that a later
+  // `npm start` would then serve as fresh).
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = "production";
+  try {
+    await build({
+      configFile: path.join(consoleDir, "vite.config.ts"),
+      mode: "production",
+      logLevel: quiet ? "error" : "warn",
+    });
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
   writeFileSync(hashFile, `${sourceHash}\n`);
   return true;
 }

@@ -5,8 +5,9 @@
  * SKIPPED line, unless REQUIRE_BROWSER=1 (CI), where a missing browser fails the run.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { buildConsole } from "../../scripts/console-build.mjs";
@@ -93,7 +94,12 @@ export async function startStack(): Promise<Stack> {
   const sandbox = await startSandbox({ onMessageAccepted: (message) => accepted.push(message) });
   sandbox.addNumber(NUMBER);
   const database = await createTestDatabase();
+  // Media files outlive a restart of the service, as DATA_DIR/media does.
+  const mediaDir = mkdtempSync(path.join(os.tmpdir(), "wa-console-media-"));
   const config = {
+    mediaStore: { kind: "local" as const, dir: mediaDir },
+    // Outbound webhooks may go to a receiver on this machine (WEBHOOK_ALLOW_PRIVATE=true).
+    webhookAllowPrivate: true,
     publicUrl: url,
     appSecret,
     graphApiUrl: sandbox.url,
@@ -130,6 +136,7 @@ export async function startStack(): Promise<Stack> {
       await stop();
       await database.drop();
       await sandbox.close();
+      rmSync(mediaDir, { recursive: true, force: true });
     },
   };
 }
@@ -161,20 +168,6 @@ export async function newPage(
   context.setDefaultTimeout(30_000);
   const page = await context.newPage();
   return { context, page };
-}
-
-/**
- * Probes a route with a real resource id, the way the console sees it: the API's plain 404
- * `{"error":"Not found"}` means this server does not have the route yet.
- */
-export async function routeExists(url: string, method: string, routePath: string, cookie: string) {
-  const response = await fetch(`${url}${routePath}`, {
-    method,
-    headers: { cookie, "content-type": "application/json", origin: url },
-    body: method === "GET" ? undefined : "{}",
-  });
-  const text = await response.text();
-  return !(response.status === 404 && text === '{"error":"Not found"}');
 }
 
 export const screenshotDir = path.join(root, "docs", "screenshots");

@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { INBOX_JS_BUDGET_BYTES, measureConsoleBundle } from "../../scripts/console-size.mjs";
 import { ensureConsoleBuilt } from "./browser.js";
@@ -13,5 +15,12 @@ describe("the console's download", () => {
     expect(m.lazyFiles.some((f) => f.includes("flow-editor"))).toBe(true);
     expect(m.inboxFiles.some((f) => f.includes("flow-editor"))).toBe(false);
     expect(m.lazyJsGzipBytes).toBeGreaterThan(20_000);
+  });
+
+  it("is React's production build, also when a test run built it", () => {
+    const dist = path.resolve(import.meta.dirname, "../../console/dist");
+    for (const file of measureConsoleBundle().inboxFiles) {
+      expect(readFileSync(path.join(dist, file), "utf8")).not.toContain("jsxDEV");
+    }
   });
 });

@@ -86,23 +86,12 @@ export async function api<T>(path: string, options: RequestOptions = {}): Promis
   throw new HttpError(response.status, message, errorBody);
 }
 
-/** A route that this server does not have yet answers the API's plain 404. */
-export const isMissingRoute = (error: unknown) =>
-  error instanceof HttpError && error.status === 404 && error.message === "Not found";
-
 export const errorText = (error: unknown) =>
   error instanceof Error ? error.message : "Something went wrong";
 
-/**
- * The list in a list answer: `{ <key>: [...], next_cursor? }`. The key is the resource's plural
- * (`canned_responses`, `api_keys`, `endpoints` …); the one array in the body is taken when the
- * server names it differently.
- */
+/** The list in a list answer `{ <key>: [...], next_cursor? }` (`canned_responses`, `api_keys`, `endpoints` …). */
 export function listOf<T>(body: unknown, key: string): T[] {
-  if (!body || typeof body !== "object") return [];
-  const record = body as Record<string, unknown>;
-  const named = record[key];
-  if (Array.isArray(named)) return named as T[];
-  const arrays = Object.values(record).filter(Array.isArray);
-  return arrays.length === 1 ? (arrays[0] as T[]) : [];
+  const named = body && typeof body === "object" ? (body as Record<string, unknown>)[key] : undefined;
+  if (!Array.isArray(named)) throw new Error(`The service's answer has no ${key} list`);
+  return named as T[];
 }

@@ -197,17 +197,25 @@ export interface WebhookEndpoint {
   id: string;
   url: string;
   events: string[];
-  description?: string | null;
+  description: string | null;
   enabled: boolean;
+  /** Why the service turned the endpoint off (after days of failures), when it did. */
+  disabled_reason: string | null;
+  failing_since: string | null;
   created_at: string;
+  updated_at: string;
 }
 
 export interface WebhookDelivery {
   id: string;
-  event_id?: string;
-  event_type?: string;
-  status: string;
-  attempts?: number;
-  response_status?: number | null;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  status: "delivered" | "failed";
+  response_status: number | null;
+  duration_ms: number | null;
+  error: string | null;
+  next_attempt_at: string | null;
   created_at: string;
 }

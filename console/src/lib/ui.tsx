@@ -71,15 +71,6 @@ export function Empty({ title, children }: { title: string; children?: ReactNode
   );
 }
 
-/** What a screen shows while its route has not landed on this server. */
-export function Unavailable({ what }: { what: string }) {
-  return (
-    <div className="notice" role="status">
-      {what} is not available on this server yet. This screen fills in by itself once the server offers it.
-    </div>
-  );
-}
-
 export function Spinner({ label = "Loading" }: { label?: string }) {
   return (
     <div className="spinner" role="status" aria-live="polite">

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
-import { api } from "../../lib/api";
+import { api, HttpError } from "../../lib/api";
 import { Field, FormError, formErrors } from "../../lib/ui";
 import { ConnectionBanner } from "../shell/shell";
 
@@ -102,8 +102,22 @@ export function SignUpPage() {
   const [password, setPassword] = useState("");
   const [localError, setLocalError] = useState<{ field: string; text: string } | null>(null);
   const signUp = useMutation({
-    mutationFn: () =>
-      api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true }),
+    // Sign-up only creates the login (it never opens a session, whatever the answer); signing in
+    // right after it does, and fails with the sign-up's own error when the login was not created.
+    mutationFn: async () => {
+      await api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true });
+      try {
+        return await api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true });
+      } catch (error) {
+        // Sign-up answers alike for a taken email: then this password does not open that login.
+        if (error instanceof HttpError && error.status === 401)
+          throw new HttpError(
+            401,
+            "email: this email already has a login with another password. Sign in instead.",
+          );
+        throw error;
+      }
+    },
     onSuccess: async () => {
       await client.resetQueries();
       navigate(safeNext(search), { replace: true });
@@ -113,7 +127,8 @@ export function SignUpPage() {
   const serverError = signUp.error?.message ?? "";
   const fieldError = (field: string) => {
     if (localError?.field === field) return localError.text;
-    if (errors.name === field) return errors.field;
+    // An error that names its field goes there only; better-auth's own messages are matched by word.
+    if (errors.name) return errors.name === field ? errors.field : undefined;
     if (field === "password" && /password/i.test(serverError)) return serverError;
     if (field === "email" && /email|user already exists/i.test(serverError)) return serverError;
     return undefined;

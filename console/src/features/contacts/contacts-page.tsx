@@ -1,10 +1,10 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "wouter";
-import { api, isMissingRoute, listOf } from "../../lib/api";
+import { api, listOf } from "../../lib/api";
 import { contactLabel } from "../../lib/format";
 import type { Contact } from "../../lib/types";
-import { Empty, PageHeader, Spinner, Unavailable } from "../../lib/ui";
+import { Empty, FormError, PageHeader, Spinner } from "../../lib/ui";
 
 export function ContactsPage() {
   const [q, setQ] = useState("");
@@ -15,12 +15,7 @@ export function ContactsPage() {
       const params = new URLSearchParams({ limit: "100" });
       if (q.trim()) params.set("q", q.trim());
       if (tag.trim()) params.set("tag", tag.trim());
-      try {
-        return listOf<Contact>(await api(`/api/contacts?${params}`), "contacts");
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      return listOf<Contact>(await api(`/api/contacts?${params}`), "contacts");
     },
     placeholderData: (previous) => previous,
   });
@@ -46,8 +41,8 @@ export function ContactsPage() {
       </div>
       {contacts.isPending ? (
         <Spinner />
-      ) : contacts.data === null ? (
-        <Unavailable what="The contacts list" />
+      ) : contacts.isError ? (
+        <FormError error={contacts.error.message} />
       ) : !contacts.data?.length ? (
         <Empty title="No contacts found" />
       ) : (

@@ -1,6 +1,6 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, type KeyboardEvent, useId, useRef, useState } from "react";
-import { api, isMissingRoute } from "../../lib/api";
+import { api } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
 import { useCannedResponses, useTemplates } from "./inbox-api";
@@ -32,13 +32,6 @@ function TemplatePicker(props: { conversationId: string; onSent: () => void }) {
       props.onSent();
     },
   });
-  if (templates.data === null) {
-    return (
-      <p className="composer-closed">
-        The 24-hour window is closed: only templates can be sent, and this server has no templates yet.
-      </p>
-    );
-  }
   return (
     <form
       className="template-picker"
@@ -86,8 +79,6 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
   const [text, setText] = useState("");
   const [mode, setMode] = useState<"reply" | "note">("reply");
   const [highlight, setHighlight] = useState(0);
-  const [notesMissing, setNotesMissing] = useState(false);
-  const [mediaMissing, setMediaMissing] = useState(false);
   const fileRef = useRef<HTMLInputElement>(null);
   const suggestionsId = useId();
   const canned = useCannedResponses();
@@ -107,10 +98,8 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
       setText("");
       props.onSent();
     },
-    onError: (error) => {
-      if (mode === "note" && isMissingRoute(error)) setNotesMissing(true);
-      props.onSent();
-    },
+    // A failed send is stored too (status failed): show it in the thread.
+    onError: () => props.onSent(),
   });
   const upload = useMutation({
     mutationFn: (file: File) => {
@@ -122,9 +111,6 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
     onSuccess: () => {
       setText("");
       props.onSent();
-    },
-    onError: (error) => {
-      if (isMissingRoute(error)) setMediaMissing(true);
     },
   });
 
@@ -181,7 +167,6 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
           className={`tab${mode === "note" ? " active" : ""}`}
           aria-pressed={mode === "note"}
           onClick={() => setMode("note")}
-          disabled={notesMissing}
         >
           Internal note
         </button>
@@ -221,7 +206,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
               className="icon-btn"
               aria-label="Attach a file"
               onClick={() => fileRef.current?.click()}
-              disabled={mediaMissing || upload.isPending}
+              disabled={upload.isPending}
             >
               <Icon d={ICONS.attach} />
             </button>
@@ -254,11 +239,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
           Uploading…
         </p>
       ) : null}
-      <FormError
-        error={
-          error ? (isMissingRoute(error) ? "This server cannot do that yet." : error.message) : undefined
-        }
-      />
+      <FormError error={error?.message} />
     </form>
   );
 }

@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, isMissingRoute } from "../../lib/api";
+import { api } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
@@ -13,7 +13,6 @@ export function ContactPanel(props: {
 }) {
   const client = useQueryClient();
   const [tag, setTag] = useState("");
-  const [missing, setMissing] = useState(false);
   const saveTags = useMutation({
     mutationFn: (tags: string[]) =>
       api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: { tags } }),
@@ -21,9 +20,6 @@ export function ContactPanel(props: {
       setTag("");
       void client.invalidateQueries({ queryKey: ["conversations"] });
       void client.invalidateQueries({ queryKey: ["contacts"] });
-    },
-    onError: (error) => {
-      if (isMissingRoute(error)) setMissing(true);
     },
   });
   const tags = props.contact.tags ?? [];
@@ -59,35 +55,29 @@ export function ContactPanel(props: {
         {tags.map((t) => (
           <li key={t} className="tag">
             {t}
-            {!missing ? (
-              <button
-                type="button"
-                className="tag-remove"
-                aria-label={`Remove tag ${t}`}
-                onClick={() => saveTags.mutate(tags.filter((x) => x !== t))}
-              >
-                ×
-              </button>
-            ) : null}
+            <button
+              type="button"
+              className="tag-remove"
+              aria-label={`Remove tag ${t}`}
+              onClick={() => saveTags.mutate(tags.filter((x) => x !== t))}
+            >
+              ×
+            </button>
           </li>
         ))}
       </ul>
-      {missing ? (
-        <p className="muted">Editing contacts is not available on this server yet.</p>
-      ) : (
-        <form className="inline-form" onSubmit={add}>
-          <input
-            aria-label="New tag"
-            placeholder="Add a tag"
-            value={tag}
-            onChange={(e) => setTag(e.target.value)}
-          />
-          <button type="submit" className="btn btn-small">
-            Add
-          </button>
-        </form>
-      )}
-      <FormError error={saveTags.error && !missing ? saveTags.error.message : undefined} />
+      <form className="inline-form" onSubmit={add}>
+        <input
+          aria-label="New tag"
+          placeholder="Add a tag"
+          value={tag}
+          onChange={(e) => setTag(e.target.value)}
+        />
+        <button type="submit" className="btn btn-small">
+          Add
+        </button>
+      </form>
+      <FormError error={saveTags.error?.message} />
     </aside>
   );
 }

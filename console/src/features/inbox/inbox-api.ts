@@ -1,5 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
-import { api, isMissingRoute, listOf } from "../../lib/api";
+import { api, listOf } from "../../lib/api";
 import { pollInterval } from "../../lib/live";
 import type { CannedResponse, Conversation, Member, Message, WaTemplate } from "../../lib/types";
 
@@ -39,12 +39,7 @@ export function useCounts() {
   return useQuery({
     queryKey: ["counts"],
     queryFn: async () => {
-      try {
-        return await api<Counts>("/api/conversations/counts");
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      return await api<Counts>("/api/conversations/counts");
     },
     refetchInterval: pollInterval,
   });
@@ -87,12 +82,7 @@ export function useCannedResponses() {
   return useQuery({
     queryKey: ["canned"],
     queryFn: async () => {
-      try {
-        return listOf<CannedResponse>(await api("/api/canned-responses"), "canned_responses");
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      return listOf<CannedResponse>(await api("/api/canned-responses"), "canned_responses");
     },
     staleTime: 30_000,
   });
@@ -102,15 +92,10 @@ export function useTemplates(status?: string) {
   return useQuery({
     queryKey: ["templates", status ?? "all"],
     queryFn: async () => {
-      try {
-        const r = await api<{ templates: WaTemplate[] }>(
-          `/api/messaging/templates${status ? `?status=${encodeURIComponent(status)}` : ""}`,
-        );
-        return r.templates;
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      const r = await api<{ templates: WaTemplate[] }>(
+        `/api/messaging/templates${status ? `?status=${encodeURIComponent(status)}` : ""}`,
+      );
+      return r.templates;
     },
   });
 }

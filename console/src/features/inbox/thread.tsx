@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
-import { api, isMissingRoute } from "../../lib/api";
+import { api } from "../../lib/api";
 import { contactLabel, fullTime, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
@@ -177,7 +177,8 @@ export function Thread(props: { conversationId: string; conversation: Conversati
   if (props.conversation) known.current = props.conversation;
   const conversation = known.current;
   const [showContact, setShowContact] = useState(false);
-  const [readSupported, setReadSupported] = useState(true);
+  // What opening the conversation already tried to mark read: a failure is not retried in a loop.
+  const autoRead = useRef("");
   const listRef = useRef<HTMLOListElement>(null);
   const count = messages.data?.length ?? 0;
 
@@ -203,18 +204,20 @@ export function Thread(props: { conversationId: string; conversation: Conversati
   });
   const markRead = useMutation({
     mutationFn: () => api(`/api/conversations/${props.conversationId}/read`, { method: "POST", body: {} }),
-    onError: (error) => {
-      if (isMissingRoute(error)) setReadSupported(false);
-    },
     onSettled: refresh,
   });
 
   const unread = conversation?.unread_count ?? 0;
+  const lastMessageId = conversation?.last_message?.id ?? "";
   const { mutate: markReadNow, isPending: marking } = markRead;
-  // Opening a conversation reads it, as in any messenger.
+  // Opening a conversation reads it, as in any messenger (once per new customer message).
   useEffect(() => {
-    if (unread > 0 && readSupported && !marking) markReadNow();
-  }, [unread, readSupported, marking, markReadNow]);
+    const key = `${props.conversationId}:${lastMessageId}`;
+    if (unread > 0 && !marking && autoRead.current !== key) {
+      autoRead.current = key;
+      markReadNow();
+    }
+  }, [unread, marking, markReadNow, props.conversationId, lastMessageId]);
 
   const name = conversation ? contactLabel(conversation.contact) : "Conversation";
   const windowOpen =
@@ -263,16 +266,14 @@ export function Thread(props: { conversationId: string; conversation: Conversati
                 ))}
               </select>
             </label>
-            {readSupported ? (
-              <button
-                type="button"
-                className="btn btn-small"
-                onClick={() => markRead.mutate()}
-                disabled={markRead.isPending}
-              >
-                Mark read
-              </button>
-            ) : null}
+            <button
+              type="button"
+              className="btn btn-small"
+              onClick={() => markRead.mutate()}
+              disabled={markRead.isPending}
+            >
+              Mark read
+            </button>
             <button
               type="button"
               className="btn btn-small contact-toggle"

@@ -1,21 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, isMissingRoute, listOf } from "../../lib/api";
+import { api, listOf } from "../../lib/api";
 import { fullTime, shortTime } from "../../lib/format";
 import type { ApiKey } from "../../lib/types";
-import { Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
+import { Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
 
 export function ApiKeysSettings() {
   const client = useQueryClient();
   const keys = useQuery({
     queryKey: ["api-keys"],
     queryFn: async () => {
-      try {
-        return listOf<ApiKey>(await api("/api/api-keys"), "api_keys");
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      return listOf<ApiKey>(await api("/api/api-keys"), "api_keys");
     },
   });
   const [name, setName] = useState("");
@@ -36,7 +31,7 @@ export function ApiKeysSettings() {
     onSuccess: () => void client.invalidateQueries({ queryKey: ["api-keys"] }),
   });
   if (keys.isPending) return <Spinner />;
-  if (keys.data === null) return <Unavailable what="API keys" />;
+  if (keys.isError) return <FormError error={keys.error.message} />;
   const errors = formErrors(create.error, ["name", "expires_in_days"]);
   const submit = (e: FormEvent) => {
     e.preventDefault();

@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { api } from "../../lib/api";
 import type { CannedResponse } from "../../lib/types";
-import { Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
+import { Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
 import { useCannedResponses } from "../inbox/inbox-api";
 
 export function CannedSettings() {
@@ -28,7 +28,7 @@ export function CannedSettings() {
     onSuccess: () => void client.invalidateQueries({ queryKey: ["canned"] }),
   });
   if (canned.isPending) return <Spinner />;
-  if (canned.data === null) return <Unavailable what="Canned responses" />;
+  if (canned.isError) return <FormError error={canned.error.message} />;
   const errors = formErrors(save.error, ["shortcut", "text"]);
   const conflict = save.error && "status" in save.error && save.error.status === 409;
   const submit = (e: FormEvent) => {

@@ -13,9 +13,10 @@ export function TeamSettings() {
   const [email, setEmail] = useState("");
   const invite = useMutation({
     mutationFn: () =>
-      api<{ invitation: { id: string; token: string; expires_at: string } }>("/api/accounts/invitations", {
-        body: email.trim() ? { email: email.trim() } : {},
-      }),
+      api<{ invitation: { id: string; email: string; token: string; expires_at: string } }>(
+        "/api/accounts/invitations",
+        { body: { email: email.trim() } },
+      ),
   });
   const errors = formErrors(invite.error, ["email"]);
   const link = invite.data ? `${window.location.origin}/invite/${invite.data.invitation.token}` : null;
@@ -65,8 +66,8 @@ export function TeamSettings() {
           {link ? (
             <div className="secret-box" role="status">
               <p>
-                Send this link to your teammate. It works until {fullTime(invite.data?.invitation.expires_at)}
-                .
+                Send this link to {invite.data?.invitation.email}: only they can accept it, signed in with
+                that email, until {fullTime(invite.data?.invitation.expires_at)}.
               </p>
               <input readOnly aria-label="Invitation link" value={link} onFocus={(e) => e.target.select()} />
             </div>

@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../../lib/api";
 import { shortTime } from "../../lib/format";
-import { Badge, Empty, FormError, Spinner, Unavailable } from "../../lib/ui";
+import { Badge, Empty, FormError, Spinner } from "../../lib/ui";
 import { useTemplates } from "../inbox/inbox-api";
 
 export function TemplateSettings() {
@@ -14,7 +14,7 @@ export function TemplateSettings() {
     onSuccess: () => void client.invalidateQueries({ queryKey: ["templates"] }),
   });
   if (templates.isPending) return <Spinner />;
-  if (templates.data === null) return <Unavailable what="Message templates" />;
+  if (templates.isError) return <FormError error={templates.error.message} />;
   const list = (templates.data ?? []).filter((t) => t.name.includes(q.trim().toLowerCase()));
   return (
     <section className="card">

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, isMissingRoute, listOf } from "../../lib/api";
+import { api, listOf } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
-import { Badge, Empty, Field, FormError, formErrors, Spinner, Unavailable } from "../../lib/ui";
+import { Badge, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
 
 const EVENT_TYPES = [
   "message.received",
@@ -32,7 +32,10 @@ function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
             {d.status}
           </Badge>
           <span>{d.event_type}</span>
-          <span className="muted">{d.response_status ? `HTTP ${d.response_status}` : ""}</span>
+          <span className="muted">
+            {d.response_status ? `HTTP ${d.response_status}` : (d.error ?? "")}
+            {d.attempt > 1 ? ` · attempt ${d.attempt}` : ""}
+          </span>
           <span className="muted">{shortTime(d.created_at)}</span>
         </li>
       ))}
@@ -45,12 +48,7 @@ export function WebhookSettings() {
   const endpoints = useQuery({
     queryKey: ["webhook-endpoints"],
     queryFn: async () => {
-      try {
-        return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
-      } catch (error) {
-        if (isMissingRoute(error)) return null;
-        throw error;
-      }
+      return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
     },
   });
   const [url, setUrl] = useState("");
@@ -76,10 +74,13 @@ export function WebhookSettings() {
   });
   const test = useMutation({
     mutationFn: (id: string) => api(`/api/webhook-endpoints/${id}/test`, { method: "POST", body: {} }),
-    onSuccess: (_r, id) => void client.invalidateQueries({ queryKey: ["webhook-deliveries", id] }),
+    onSuccess: (_r, id) => {
+      setOpen(id);
+      void client.invalidateQueries({ queryKey: ["webhook-deliveries", id] });
+    },
   });
   if (endpoints.isPending) return <Spinner />;
-  if (endpoints.data === null) return <Unavailable what="Webhook endpoints" />;
+  if (endpoints.isError) return <FormError error={endpoints.error.message} />;
   const errors = formErrors(create.error, ["url", "events"]);
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -161,6 +162,11 @@ export function WebhookSettings() {
                   <div>
                     <strong className="clip">{e.url}</strong>
                     <p className="muted">{e.events.join(", ")}</p>
+                    {e.disabled_reason ? (
+                      <p className="field-error">Turned off by the service: {e.disabled_reason}</p>
+                    ) : e.failing_since ? (
+                      <p className="field-error">Failing since {shortTime(e.failing_since)}</p>
+                    ) : null}
                   </div>
                   <Badge tone={e.enabled ? "ok" : "muted"}>{e.enabled ? "enabled" : "disabled"}</Badge>
                   <div className="row-actions">

@@ -33,6 +33,7 @@ export function outputsOf(node: FlowNode): Output[] {
     case "start":
     case "send_message":
     case "send_media":
+    case "send_template":
     case "collect_input":
     case "set_tag":
     case "wait":
@@ -81,6 +82,7 @@ export const NODE_LABELS: Record<NodeType, string> = {
   send_buttons: "Buttons",
   send_list: "List",
   send_media: "Media",
+  send_template: "Template",
   collect_input: "Ask a question",
   condition: "Condition",
   set_tag: "Tag contact",
@@ -99,6 +101,7 @@ export const DEFAULT_CONFIGS: Record<NodeType, Rec> = {
     sections: [{ title: "", rows: [{ reply_id: "row_1", title: "Row 1", next_node_key: "" }] }],
   },
   send_media: { media_type: "image", media_url: "" },
+  send_template: { template_name: "", language: "en_US" },
   collect_input: { prompt_text: "", var_key: "answer", validation: "text" },
   condition: {
     subject: "var",

@@ -14,6 +14,7 @@ const SUMMARIES: Record<NodeType, (c: Record<string, unknown>) => string> = {
   send_buttons: (c) => text(c.text),
   send_list: (c) => text(c.text),
   send_media: (c) => `${text(c.media_type)} ${text(c.media_url)}`.trim(),
+  send_template: (c) => (c.template_name ? `${text(c.template_name)} (${text(c.language)})` : ""),
   collect_input: (c) => `${text(c.prompt_text)}${c.var_key ? ` → {{vars.${text(c.var_key)}}}` : ""}`,
   condition: (c) => `${text(c.subject)} ${text(c.subject_key)} ${text(c.operator)} ${text(c.value)}`.trim(),
   set_tag: (c) => `${c.mode === "remove" ? "Remove" : "Add"} tag ${text(c.tag)}`,
