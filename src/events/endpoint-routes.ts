@@ -3,7 +3,7 @@ import { z } from "zod";
 import { requireOwner } from "../auth/session.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
-import { ApiError, notFound } from "../http/errors.js";
+import { notFound } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
 import { sendTestEvent } from "./delivery.js";

@@ -61,8 +61,6 @@ export interface InboundInput {
 }
 
 export const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
-/** Nodes whose message goes out before the walk moves on to their next_node_key. */
-const SENDING_NODES = new Set(["send_message", "send_media", "send_template"]);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
@@ -327,7 +325,7 @@ export async function resumeAfterWait(ctx: RunContext, nodeKey: string): Promise
   const node = await loadNode(ctx, nodeKey);
   ctx.run = { ...ctx.run, resumeAt: null, lastActivityAt: ctx.deps.now() };
   await updateActiveRun(ctx.db, ctx.run.id, { resumeAt: null, lastActivityAt: ctx.run.lastActivityAt });
-  if (!node || node.nodeType !== "wait") {
+  if (node?.nodeType !== "wait") {
     await failRun(
       ctx,
       "node_missing",

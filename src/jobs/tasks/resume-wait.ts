@@ -10,10 +10,10 @@ export const resumeWait: Task = async (payload, deps) => {
   const runId = String(payload.runId);
   const nodeKey = String(payload.nodeKey);
   const [run] = await deps.db.select().from(flowRuns).where(eq(flowRuns.id, runId));
-  if (!run || run.status !== "active") return;
+  if (run?.status !== "active") return;
   await withContactLock(deps.pool, { accountId: run.accountId, contactId: run.contactId }, async (tx) => {
     const [fresh] = await tx.select().from(flowRuns).where(eq(flowRuns.id, runId));
-    if (!fresh || fresh.status !== "active") return;
+    if (fresh?.status !== "active") return;
     const ctx = await contextFor(tx, deps, fresh);
     if (!ctx) return;
     await guardRun(ctx, () => resumeAfterWait(ctx, nodeKey));

@@ -166,7 +166,7 @@ async function send(payload: BotSendPayload, deps: AppDeps) {
         .set({ status: "sent", messageId: upstreamId, updatedAt: sentAt })
         .where(eq(messages.id, payload.messageId));
       const [run] = await tx.select().from(flowRuns).where(eq(flowRuns.id, payload.runId));
-      if (!run || run.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
+      if (run?.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
       const ctx = await contextFor(tx, deps, run);
       if (!ctx) return;
       ctx.steps = payload.steps;
@@ -260,7 +260,7 @@ async function recordFailure(
     { accountId: message.accountId, contactId: conversation.contactId },
     async (tx) => {
       const [run] = await tx.select().from(flowRuns).where(eq(flowRuns.id, payload.runId));
-      if (!run || run.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
+      if (run?.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
       const ctx = await contextFor(tx, deps, run);
       if (!ctx) return;
       await guardRun(ctx, () =>
