@@ -17,6 +17,7 @@ import path from "node:path";
 import pg from "pg";
 import pino from "pino";
 import { chromium } from "playwright-core";
+import { CHROMIUM_FLAGS } from "../scripts/chromium-flags.mjs";
 import { buildConsole } from "../scripts/console-build.mjs";
 import { INBOX_JS_BUDGET_BYTES, measureConsoleBundle } from "../scripts/console-size.mjs";
 import { buildApp } from "../src/app.js";
@@ -146,16 +147,7 @@ async function latency(executablePath: string) {
   const browser = await chromium.launch({
     executablePath,
     headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
+    args: CHROMIUM_FLAGS,
   });
   cleanups.unshift(() => browser.close());
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });

@@ -10,6 +10,7 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { CHROMIUM_FLAGS } from "../../scripts/chromium-flags.mjs";
 import { buildConsole } from "../../scripts/console-build.mjs";
 import { type Customer, createCustomer } from "../../src/upstream/sandbox/customer.js";
 import { type AcceptedMessage, type Sandbox, startSandbox } from "../../src/upstream/sandbox/server.js";
@@ -145,16 +146,7 @@ export async function launchBrowser(executablePath: string): Promise<Browser> {
   return chromium.launch({
     executablePath,
     headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
+    args: CHROMIUM_FLAGS,
   });
 }
 

@@ -5,10 +5,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { flowRuns, messages } from "../../src/db/schema/index.js";
 import { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../src/jobs/tasks/send-bot-message.js";
 import { createGraphClient, GraphApiError } from "../../src/upstream/graph.js";
-import { inboundTextPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
 import { uniqueDigits } from "../helpers/fixtures.js";
 import { createTestApp } from "../helpers/harness.js";
 import {
+  APP_SECRET,
   activeFlow,
   conversationOf,
   createWorld,
@@ -50,13 +51,12 @@ async function together(payloads: object[]) {
   await Promise.all(
     payloads.map(async (payload) => {
       const raw = JSON.stringify(payload);
-      const { signPayload } = await import("../../src/upstream/sandbox/webhook-payloads.js");
       const response = await w.t.app.inject({
         method: "POST",
         url: "/api/messaging/webhook",
         headers: {
           "content-type": "application/json",
-          "x-hub-signature-256": signPayload(raw, "runner-test-app-secret"),
+          "x-hub-signature-256": signPayload(raw, APP_SECRET),
         },
         payload: raw,
       });
