@@ -4,13 +4,14 @@ import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { notFound } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
+import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
 import { createApiKey, deleteApiKey, listApiKeys } from "./api-keys.js";
 import { requireOwner } from "./session.js";
 
 const createBody = z.object({
-  name: z.string({ error: "name is required" }).trim().min(1, "name is required").max(100),
+  name: storableString({ trim: true, min: 1, max: 100 }),
   expires_in_days: z
     .int("expires_in_days must be a whole number of days")
     .min(1)

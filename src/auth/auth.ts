@@ -10,14 +10,36 @@ import { storableProblem } from "../http/input.js";
 import { ownOrigins } from "./origins.js";
 
 /** Longest accepted user fields (better-auth itself bounds only the password). */
-const USER_FIELD_LIMITS: Array<[string, number]> = [
+const USER_FIELD_LIMITS = new Map<string, number>([
   ["name", 200],
   ["email", 320],
   ["image", 2048],
   ["password", 1024],
   ["newPassword", 1024],
   ["currentPassword", 1024],
-];
+]);
+/** Any other string the auth routes take (session tokens, callback URLs). */
+const OTHER_STRING_LIMIT = 4096;
+
+/**
+ * The shared input policy (http/input.ts) for the bodies of better-auth's
+ * routes: none of them takes an object or an array, and every string must be
+ * storable and bounded. Null when the body is acceptable.
+ */
+function authBodyProblem(body: Record<string, unknown>): string | null {
+  for (const [field, value] of Object.entries(body)) {
+    if (value !== null && typeof value === "object")
+      return `${field} must be a string, a number or a boolean`;
+    if (typeof value !== "string") {
+      if (USER_FIELD_LIMITS.has(field) && value !== undefined && value !== null)
+        return `${field} must be a string`;
+      continue;
+    }
+    const problem = storableProblem(value, USER_FIELD_LIMITS.get(field) ?? OTHER_STRING_LIMIT);
+    if (problem) return `${field}: ${problem}`;
+  }
+  return null;
+}
 
 const EMAIL = /[^\s@<>"'()]+@[^\s@<>"'()]+/g;
 
@@ -67,16 +89,13 @@ export function createAuth(
     rateLimit: { enabled: false },
     telemetry: { enabled: false },
     logger: authLogger(log),
-    // The shared input policy (http/input.ts) for what better-auth stores about a user.
+    // The shared input policy for every better-auth route's body (see authBodyProblem).
     hooks: {
       before: createAuthMiddleware(async (ctx) => {
         const body = ctx.body as Record<string, unknown> | undefined;
         if (!body || typeof body !== "object") return;
-        for (const [field, max] of USER_FIELD_LIMITS) {
-          const value = body[field];
-          const problem = typeof value === "string" ? storableProblem(value, max) : null;
-          if (problem) throw new APIError("BAD_REQUEST", { message: `${field}: ${problem}` });
-        }
+        const problem = authBodyProblem(body);
+        if (problem) throw new APIError("BAD_REQUEST", { message: problem });
       }),
     },
     databaseHooks: {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
 import type { AppDeps } from "../deps.js";
+import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
 import { listTemplates, syncTemplates } from "./service.js";
@@ -13,7 +14,7 @@ const listQuery = z.object({
     .trim()
     .regex(/^[A-Za-z_]{1,40}$/, "status must be a template status such as APPROVED")
     .optional(),
-  q: z.string().trim().min(1).max(200).optional(),
+  q: storableString({ trim: true, min: 1, max: 200 }).optional(),
 });
 
 export function registerTemplateRoutes(app: FastifyInstance, deps: AppDeps) {

@@ -15,12 +15,18 @@ type Document = {
 
 /** Swagger UI's own pages; not part of the API. */
 const UNDOCUMENTED_PREFIXES = ["/docs"];
+/** The web console's files (`/`, `/assets/...`, page fallbacks) are not API routes. */
+const isConsoleFile = (path: string) =>
+  !path.startsWith("/api/") && !path.startsWith("/docs") && path !== "/healthz" && path !== "/readyz";
 /** Unsafe routes that take no body, on purpose. */
 const BODYLESS = new Set([
   "post /api/auth/sign-out",
   "post /api/auth/revoke-sessions",
   "post /api/auth/revoke-other-sessions",
   "post /api/invitations/{token}/accept",
+  "post /api/conversations/{id}/read",
+  "post /api/webhook-endpoints/{id}/test",
+  "post /api/messaging/templates/sync",
 ]);
 
 let t: TestApp;
@@ -46,7 +52,7 @@ function registeredRoutes(app: TestApp["app"]): string[] {
     stack.length = depth;
     stack.push(match[2] ?? "");
     const path = stack.join("").replace(/:([A-Za-z_]+)/g, "{$1}");
-    if (UNDOCUMENTED_PREFIXES.some((prefix) => path.startsWith(prefix))) continue;
+    if (UNDOCUMENTED_PREFIXES.some((prefix) => path.startsWith(prefix)) || isConsoleFile(path)) continue;
     for (const method of (match[3] ?? "").split(",").map((m) => m.trim())) {
       if (method && method !== "HEAD") routes.push(`${method.toLowerCase()} ${path}`);
     }
