@@ -261,7 +261,7 @@ describe("instances without workers, and shutdown", () => {
     await new Promise((r) => setTimeout(r, 1500));
     expect((await outcomes(flowId)).size).toBe(0);
     const { rows } = await w.t.database.pool.query<{ n: number }>(
-      "select count(*)::int as n from graphile_worker._private_jobs where task_identifier = 'process-webhook'",
+      "select count(*)::int as n from graphile_worker.jobs where task_identifier = 'process-webhook'",
     );
     expect(rows[0]?.n).toBeGreaterThanOrEqual(1);
 
