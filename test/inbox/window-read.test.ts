@@ -145,7 +145,7 @@ describe("unread_count and POST /api/conversations/{id}/read", () => {
     await customer.text("are you there?");
     const [conversation] = await conversationsOf(s, b);
     s.sandbox.inject(
-      { method: "POST", path: "/messages" },
+      { method: "POST", path: "/messages", readReceipts: true },
       { status: 500, error: { code: 2, message: "Service unavailable" } },
     );
     const response = await read(b, conversation.id);
