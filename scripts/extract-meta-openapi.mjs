@@ -5,10 +5,11 @@
  * bodies against, into test/fixtures/meta-openapi/meta-openapi-subset.json,
  * so that the tests run in a plain clone.
  *
- *   node scripts/extract-meta-openapi.mjs [path/to/meta-business-messaging-api_v23.0.yaml]
+ *   node scripts/extract-meta-openapi.mjs path/to/meta-business-messaging-api_v23.0.yaml
  *
- * The default path is ../shared/upstream/ beside the repository. Every
- * `$ref` a kept part uses is kept too; response headers are left out.
+ * The source file is Meta's published description (see the fixture folder's
+ * README for where it comes from). Every `$ref` a kept part uses is kept too;
+ * response headers are left out.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -16,8 +17,13 @@ import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const source =
-  process.argv[2] ?? path.join(root, "..", "shared", "upstream", "meta-business-messaging-api_v23.0.yaml");
+const source = process.argv[2];
+if (!source) {
+  console.error(
+    "usage: node scripts/extract-meta-openapi.mjs <path to meta-business-messaging-api_v23.0.yaml>",
+  );
+  process.exit(2);
+}
 const target = path.join(root, "test", "fixtures", "meta-openapi", "meta-openapi-subset.json");
 
 /** path -> methods kept whole (request and answers); `examples` narrows request examples by name. */
