@@ -157,7 +157,7 @@ export async function newPage(
 ): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
   // Generous: the machines that run this are shared and sometimes very busy.
-  context.setDefaultTimeout(30_000);
+  context.setDefaultTimeout(60_000);
   const page = await context.newPage();
   return { context, page };
 }
