@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import type { Db, DbOrTx } from "../db/client.js";
 import { flowNodes, flows } from "../db/schema/index.js";
@@ -12,6 +12,16 @@ import type { FlowStatus, TriggerType } from "./triggers.js";
 import { hasBlockingIssues, type ValidationIssue, validateFlowGraph } from "./validate.js";
 
 type FlowRow = typeof flows.$inferSelect;
+
+/** The flow's runs started: its own column plus its rows in flow_execution_counts. */
+const executionCountSql = (flow: string) =>
+  `(${flow}.execution_count + coalesce((select sum(c.count) from flow_execution_counts c where c.flow_id = ${flow}.id), 0))::int`;
+
+/** Every column of a flow, execution_count counted: for rows that become API objects. */
+const flowFields = {
+  ...getTableColumns(flows),
+  executionCount: sql<number>`${sql.raw(executionCountSql('"flows"'))}`,
+};
 type NodeRow = typeof flowNodes.$inferSelect;
 
 /** The one place flow rows become API objects (snake_case on the wire). */
@@ -55,7 +65,7 @@ export const DEFAULT_LIST_LIMIT = 1000;
 export async function listFlows(db: Db, input: { accountId: string; limit?: number; after?: Position }) {
   const limit = input.limit ?? DEFAULT_LIST_LIMIT;
   const rows = await db
-    .select()
+    .select(flowFields)
     .from(flows)
     .where(
       and(
@@ -109,7 +119,7 @@ const flowWithNodesSql = (flowId: string, accountId: string) => sql`
       'id', f.id, 'account_id', f.account_id, 'user_id', f.user_id, 'name', f.name,
       'description', f.description, 'status', f.status, 'trigger_type', f.trigger_type,
       'trigger_config', f.trigger_config, 'entry_node_id', f.entry_node_id,
-      'fallback_policy', f.fallback_policy, 'execution_count', f.execution_count,
+      'fallback_policy', f.fallback_policy, 'execution_count', ${sql.raw(executionCountSql("f"))},
       'created_at', ${sql.raw(iso("f.created_at"))}, 'updated_at', ${sql.raw(iso("f.updated_at"))}),
     'nodes', coalesce((
       select json_agg(json_build_object(
@@ -319,7 +329,7 @@ export async function setFlowStatus(
       .update(flows)
       .set({ status: input.status, updatedAt: input.now })
       .where(and(eq(flows.id, flow.id), eq(flows.accountId, input.accountId)))
-      .returning();
+      .returning(flowFields);
     if (!row) return null;
     return { flow: toFlowJson(row), issues };
   });

@@ -181,6 +181,11 @@ export async function deleteFlow(w: World, flowId: string) {
   expect(response.statusCode).toBe(200);
 }
 
+/** The flow's `execution_count` as GET /api/flows/{id} answers it. */
+export async function executionCount(w: World, flowId: string): Promise<number> {
+  return (await api(w, "GET", `/api/flows/${flowId}`)).json().flow.execution_count as number;
+}
+
 export async function getFlowNodes(w: World, flowId: string) {
   return (await api(w, "GET", `/api/flows/${flowId}`)).json().nodes as NodeSpec[];
 }

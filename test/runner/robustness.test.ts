@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { flowMessageReceipts, flowRunEvents, flowRuns, flows, messages } from "../../src/db/schema/index.js";
+import { flowMessageReceipts, flowRunEvents, flowRuns, messages } from "../../src/db/schema/index.js";
 import { offerInboundMessage } from "../../src/flows/runner/dispatch.js";
 import { MAX_STEPS_PER_ADVANCE } from "../../src/flows/runner/engine.js";
 import { insertMessage } from "../helpers/fixtures.js";
@@ -12,6 +12,7 @@ import {
   createWorld,
   customer,
   deleteFlow,
+  executionCount,
   getFlowNodes,
   postWebhook,
   putFlow,
@@ -82,8 +83,7 @@ describe("concurrency", () => {
 
     const runs = await runsOf(w, flowId);
     expect(runs).toHaveLength(1);
-    const [flow] = await w.t.database.db.select().from(flows).where(eq(flows.id, flowId));
-    expect(flow!.executionCount).toBe(1);
+    expect(await executionCount(w, flowId)).toBe(1);
     const { events } = await runFor(w, flowId, kim);
     expect(events.filter((e) => e.event_type === "started")).toHaveLength(1);
     // Each message was taken once: one started the run, the other lost the race or was a reply to it.

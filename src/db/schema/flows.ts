@@ -6,6 +6,8 @@ import {
   integer,
   jsonb,
   pgTable,
+  primaryKey,
+  smallint,
   text,
   uniqueIndex,
   uuid,
@@ -61,6 +63,28 @@ export const flows = pgTable(
     index("flows_account_status_idx").on(t.accountId, t.status, t.createdAt),
   ],
 );
+
+/**
+ * Runs started, per flow, spread over up to EXECUTION_COUNT_SHARDS rows: each
+ * run start adds one to a random row of its flow, inside the run's transaction,
+ * so a flood of triggers of one flow does not queue on a single row lock (it
+ * did on flows.execution_count: 170 ms a start at 8 jobs at once). A flow's
+ * execution_count is its own column (the count before these rows existed) plus
+ * the sum of its rows here.
+ */
+export const flowExecutionCounts = pgTable(
+  "flow_execution_counts",
+  {
+    flowId: uuid("flow_id")
+      .notNull()
+      .references(() => flows.id, { onDelete: "cascade" }),
+    shard: smallint("shard").notNull(),
+    count: integer("count").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.flowId, t.shard] })],
+);
+
+export const EXECUTION_COUNT_SHARDS = 16;
 
 export const flowNodes = pgTable(
   "flow_nodes",

@@ -1,8 +1,17 @@
+import { randomInt } from "node:crypto";
 import { and, asc, eq, sql } from "drizzle-orm";
 import { isOptedOut, optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
-import { conversations, flowMessageReceipts, flowRuns, flows, messages } from "../../db/schema/index.js";
+import {
+  conversations,
+  EXECUTION_COUNT_SHARDS,
+  flowExecutionCounts,
+  flowMessageReceipts,
+  flowRuns,
+  flows,
+  messages,
+} from "../../db/schema/index.js";
 import { ApiError } from "../../http/errors.js";
 import type { InboundMessageStored } from "../../messaging/webhook-store.js";
 import {
@@ -229,10 +238,6 @@ async function startRun(
     throw error;
   }
   if (!inserted) return { kind: "busy" };
-  await db
-    .update(flows)
-    .set({ executionCount: sql`${flows.executionCount} + 1` })
-    .where(eq(flows.id, input.flow.id));
 
   const ctx: RunContext = {
     db,
@@ -248,7 +253,20 @@ async function startRun(
     await walk(ctx, input.flow.entryNodeId, null);
   });
   const [latest] = await db.select().from(flowRuns).where(eq(flowRuns.id, inserted.id));
+  // Counted last: the counter row stays locked until the commit, so the shorter the better.
+  await countExecution(db, input.flow.id);
   return { kind: "started", run: latest ?? ctx.run };
+}
+
+/** One more run of the flow, on a random one of its counter rows (see flowExecutionCounts). */
+async function countExecution(db: DbOrTx, flowId: string): Promise<void> {
+  await db
+    .insert(flowExecutionCounts)
+    .values({ flowId, shard: randomInt(EXECUTION_COUNT_SHARDS), count: 1 })
+    .onConflictDoUpdate({
+      target: [flowExecutionCounts.flowId, flowExecutionCounts.shard],
+      set: { count: sql`${flowExecutionCounts.count} + 1` },
+    });
 }
 
 /**
