@@ -1,6 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { Logger, parseCronItems, type Runner, run, type TaskList, type WorkerEvents } from "graphile-worker";
+import {
+  Logger,
+  makeWorkerUtils,
+  parseCronItems,
+  type Runner,
+  run,
+  type TaskList,
+  type WorkerEvents,
+} from "graphile-worker";
 import pg from "pg";
 import type { AppDeps } from "../deps.js";
 import { TASKS } from "./tasks/index.js";
@@ -103,11 +111,24 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
   }, options.reapIntervalMs ?? 5_000);
   timer.unref();
 
+  // Empty named queues stay as rows that every job look-up locks: dropped at start (queues of
+  // an earlier queue naming included) and every ten minutes.
+  const utils = await makeWorkerUtils({ pgPool: pool, logger: graphileLogger(options.log) });
+  const collectQueues = () =>
+    utils.cleanup({ tasks: ["GC_JOB_QUEUES"] }).then(
+      () => undefined,
+      (error: unknown) => options.log.error({ err: error }, "dropping empty job queues failed"),
+    );
+  await collectQueues();
+  const gcTimer = setInterval(() => void collectQueues(), 600_000);
+  gcTimer.unref();
+
   let stopped: Promise<void> | undefined;
   return {
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         clearInterval(timer);
+        clearInterval(gcTimer);
         const timeout = new Promise<"timeout">((resolve) =>
           setTimeout(() => resolve("timeout"), graceMs).unref(),
         );
@@ -125,6 +146,7 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
         // Ending the liveness session marks this instance dead: whatever it still
         // held is released by the next reaper, here or on another instance.
         await liveness.end().catch(() => undefined);
+        await Promise.resolve(utils.release()).catch(() => undefined);
         await pool.end().catch(() => undefined);
       })();
       return stopped;

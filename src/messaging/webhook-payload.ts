@@ -317,11 +317,12 @@ export function cleanStrings(value: unknown, problems: string[] = [], depth = 1)
 const TOO_DEEP = `body: values nested deeper than ${MAX_JSON_DEPTH} levels were dropped`;
 
 /**
- * The job queue a delivery is processed in: `wa:<phone number id>:<customer>`
- * when every message in it comes from one customer (what Meta sends almost
- * always), so that one customer's deliveries are handled one at a time in the
- * order they arrived; none (processed in parallel) for status updates and for
- * the rare batch mixing customers. Reads only the few fields it needs.
+ * The job queue a delivery is processed in: its customer's queue (see
+ * customerQueue) when every message in it comes from one customer (what Meta
+ * sends almost always), so that one customer's deliveries are handled one at a
+ * time in the order they arrived; none (processed in parallel) for status
+ * updates and for the rare batch mixing customers. Reads only the few fields it
+ * needs.
  */
 export function deliveryQueue(body: unknown): string | undefined {
   let queue: string | undefined;
@@ -335,8 +336,8 @@ export function deliveryQueue(body: unknown): string | undefined {
       for (const item of items) {
         const from = isObject(item) ? str(item.from) : null;
         if (!phoneNumberId || !from) continue;
-        const name = `wa:${phoneNumberId}:${from}`;
-        if (name.length > MAX_QUEUE_NAME || (queue !== undefined && queue !== name)) return undefined;
+        const name = customerQueue(phoneNumberId, from);
+        if (queue !== undefined && queue !== name) return undefined;
         queue = name;
       }
     }
@@ -344,10 +345,32 @@ export function deliveryQueue(body: unknown): string | undefined {
   return queue;
 }
 
-const MAX_QUEUE_NAME = 200;
+/**
+ * How many job queues customers are spread over. graphile-worker locks every
+ * free named queue each time it looks for a job, so its cost grows with the
+ * number of queues: one queue per customer made each look-up take 8 ms with a
+ * few thousand customers (and would grow with every customer ever seen). A
+ * fixed set keeps it small and still runs 64 customers' work at once.
+ * Changing it reorders work queued at the moment of the change, nothing more.
+ */
+export const CUSTOMER_QUEUE_BUCKETS = 64;
 
-/** The queue of a customer's deliveries and of the bot's sends to them (see deliveryQueue). */
-export function customerQueue(phoneNumberId: string, waId: string): string | undefined {
-  const name = `wa:${phoneNumberId}:${waId}`;
-  return name.length > MAX_QUEUE_NAME ? undefined : name;
+/**
+ * The queue of a customer's deliveries and of the bot's sends to them,
+ * `wa:<bucket>`: the same for every job of one customer (so they run one at a
+ * time, in the order they were added), shared with the other customers of the
+ * bucket.
+ */
+export function customerQueue(phoneNumberId: string, waId: string): string {
+  return `wa:${fnv1a(`${phoneNumberId}:${waId}`) % CUSTOMER_QUEUE_BUCKETS}`;
+}
+
+/** 32-bit FNV-1a: a fast, stable, well-spread hash of a short string. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
 }
