@@ -46,6 +46,8 @@ export interface RunContext {
    * message it sends marks it read, with a typing indicator, just before.
    */
   replyTo?: string | null;
+  /** The flow's nodes by key, read once per advance (see loadNode). */
+  nodes?: Map<string, LoadedNode>;
 }
 
 /** The customer message a waiting run is offered. */
@@ -73,12 +75,28 @@ export async function loadContact(db: DbOrTx, accountId: string, contactId: stri
   return row ? { id: row.id, name: row.name, phone: row.phone, waId: row.waId, tags: row.tags } : null;
 }
 
-export async function loadNode(ctx: RunContext, nodeKey: string) {
-  const [node] = await ctx.db
-    .select({ nodeType: flowNodes.nodeType, config: flowNodes.config })
-    .from(flowNodes)
-    .where(and(eq(flowNodes.flowId, ctx.flow.id), eq(flowNodes.nodeKey, nodeKey)));
-  return node ? { nodeType: node.nodeType, config: isObject(node.config) ? node.config : {} } : null;
+export interface LoadedNode {
+  nodeType: string;
+  config: Record<string, unknown>;
+}
+
+/**
+ * A node of the run's flow. The first look-up of an advance reads all the
+ * flow's nodes in one query (an advance usually enters several); they cannot
+ * change under it: a PUT of the flow replaces its nodes in a transaction of
+ * its own, seen by the next advance.
+ */
+export async function loadNode(ctx: RunContext, nodeKey: string): Promise<LoadedNode | null> {
+  if (!ctx.nodes) {
+    const rows = await ctx.db
+      .select({ nodeKey: flowNodes.nodeKey, nodeType: flowNodes.nodeType, config: flowNodes.config })
+      .from(flowNodes)
+      .where(eq(flowNodes.flowId, ctx.flow.id));
+    ctx.nodes = new Map(
+      rows.map((n) => [n.nodeKey, { nodeType: n.nodeType, config: isObject(n.config) ? n.config : {} }]),
+    );
+  }
+  return ctx.nodes.get(nodeKey) ?? null;
 }
 
 const event = (

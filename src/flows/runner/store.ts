@@ -1,5 +1,5 @@
-import { and, eq } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/node-postgres";
+import { and, eq, sql } from "drizzle-orm";
+import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
@@ -121,11 +121,14 @@ export async function findActiveRun(db: DbOrTx, accountId: string, contactId: st
   return run ?? null;
 }
 
+/** One drizzle instance per pool: building one (its schema's relations) costs more than a query. */
+const lockingDbs = new WeakMap<pg.Pool, NodePgDatabase<typeof schema>>();
+
 /**
- * Runs a function in one transaction while holding the contact's
- * session-level advisory lock on one pooled connection. All advances of one
- * contact (across instances too) take turns; the lock goes with the
- * connection if the process dies, and so does the transaction: an advance is
+ * Runs a function in one transaction that first takes the contact's
+ * transaction-level advisory lock. All advances of one contact (across
+ * instances too) take turns; the lock ends with the transaction, whether it
+ * commits, rolls back or its connection dies with the process: an advance is
  * all written or not at all (its sends are jobs added in that transaction).
  */
 export async function withContactLock<T>(
@@ -133,19 +136,14 @@ export async function withContactLock<T>(
   key: { accountId: string; contactId: string },
   work: (db: DbOrTx) => Promise<T>,
 ): Promise<T> {
-  const client = await pool.connect();
-  const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
-  let broken: Error | undefined;
-  try {
-    await client.query("select pg_advisory_lock(hashtextextended($1, 0))", [lockKey]);
-    return await drizzle(client, { schema }).transaction((tx) => work(tx));
-  } finally {
-    try {
-      await client.query("select pg_advisory_unlock(hashtextextended($1, 0))", [lockKey]);
-    } catch (error) {
-      // A connection that cannot unlock (it broke) is not given back to the pool.
-      broken = error as Error;
-    }
-    client.release(broken);
+  let db = lockingDbs.get(pool);
+  if (!db) {
+    db = drizzle(pool, { schema });
+    lockingDbs.set(pool, db);
   }
+  const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
+    return work(tx);
+  });
 }
