@@ -80,11 +80,13 @@ export function startLive(client: QueryClient): () => void {
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      controller.signal.addEventListener("abort", () => {
+      const done = () => {
         clearTimeout(timer);
+        controller.signal.removeEventListener("abort", done);
         resolve();
-      });
+      };
+      const timer = setTimeout(done, ms);
+      controller.signal.addEventListener("abort", done);
     });
 
   const connectOnce = async () => {
@@ -105,7 +107,10 @@ export function startLive(client: QueryClient): () => void {
       reportUnauthorized();
       return "signed-out" as const;
     }
-    if (response.status === 403) return "denied" as const;
+    if (response.status === 403) {
+      setMode("connecting");
+      return "denied" as const;
+    }
     if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
     setOnline(true);
     setMode("stream");
@@ -146,5 +151,9 @@ export function startLive(client: QueryClient): () => void {
     }
   })();
 
-  return () => controller.abort();
+  return () => {
+    controller.abort();
+    // Not live any more: the next start (after signing in again) says so until it connects.
+    setMode("connecting");
+  };
 }
