@@ -72,26 +72,35 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   const customer = { waId: "15551234567", name: "Sam Customer" };
   let conversationId = "";
 
-  /** The main page's API requests, in order (the event stream included), and those under way. */
-  const apiRequests: string[] = [];
-  const underWay = new Set<Request>();
-  const isApi = (request: Request) => new URL(request.url()).pathname.startsWith("/api/");
-  const isStream = (request: Request) => new URL(request.url()).pathname === "/api/events/stream";
-
   /**
-   * Until the main page has had no API request under way (the event stream aside: it stays
-   * open) for half a second: the page is loaded and idle, as a user reading it would leave it.
+   * A page's API requests, in order (the event stream included), and `settled()`: until the page
+   * has had no API request under way (the stream aside: it stays open) for half a second, i.e. it
+   * is loaded and idle, as a user reading it would leave it.
    */
-  const settled = async (quietMs = 500) => {
-    const deadline = Date.now() + 60_000;
-    let quietSince = Date.now();
-    while (Date.now() - quietSince < quietMs) {
-      if (Date.now() > deadline)
-        throw new Error(`API requests still under way: ${[...underWay].map((r) => r.url())}`);
-      if (underWay.size > 0) quietSince = Date.now();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+  const trackApi = (target: Page) => {
+    const sent: string[] = [];
+    const underWay = new Set<Request>();
+    const pathOf = (request: Request) => new URL(request.url()).pathname;
+    target.on("request", (request) => {
+      if (!pathOf(request).startsWith("/api/")) return;
+      sent.push(`${request.method()} ${pathOf(request)}`);
+      if (pathOf(request) !== "/api/events/stream") underWay.add(request);
+    });
+    target.on("requestfinished", (request) => underWay.delete(request));
+    target.on("requestfailed", (request) => underWay.delete(request));
+    const settled = async (quietMs = 500) => {
+      const deadline = Date.now() + 60_000;
+      let quietSince = Date.now();
+      while (Date.now() - quietSince < quietMs) {
+        if (Date.now() > deadline)
+          throw new Error(`API requests still under way: ${[...underWay].map((r) => r.url())}`);
+        if (underWay.size > 0) quietSince = Date.now();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    return { sent, settled };
   };
+  let pageApi: ReturnType<typeof trackApi>;
 
   /**
    * The owner's session in the browser, signed in again if it has gone: a scenario that needs it
@@ -119,13 +128,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     stack = await startStack();
     browser = await launchBrowser((chromiumFound as { path: string }).path);
     ({ context, page } = await newPage(browser));
-    page.on("request", (request) => {
-      if (!isApi(request)) return;
-      apiRequests.push(`${request.method()} ${new URL(request.url()).pathname}`);
-      if (!isStream(request)) underWay.add(request);
-    });
-    page.on("requestfinished", (request) => underWay.delete(request));
-    page.on("requestfailed", (request) => underWay.delete(request));
+    pageApi = trackApi(page);
   }, 180_000);
 
   afterAll(async () => {
@@ -532,8 +535,8 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     // to come make it answer 401: the user is rightly sent to sign-in from /flows, before the
     // click below, which then waits for a Channel link that is gone. That was the flake.)
     await page.getByText("Live", { exact: true }).waitFor();
-    await settled();
-    const sentBefore = apiRequests.length;
+    await pageApi.settled();
+    const sentBefore = pageApi.sent.length;
     await context.clearCookies();
     await page.getByRole("link", { name: "Channel" }).click();
     const signInHeading = page.getByRole("heading", { name: "Sign in" });
@@ -545,7 +548,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     await page.waitForTimeout(2_000);
     expect(await heading?.evaluate((el) => el.isConnected)).toBe(true);
     expect(new URL(page.url()).searchParams.get("next")).toBe("/channel");
-    const sentAfter = apiRequests.slice(sentBefore);
+    const sentAfter = pageApi.sent.slice(sentBefore);
     expect(
       sentAfter.length,
       `requests after the cookies went: ${sentAfter.slice(0, 10).join(", ")} …`,
@@ -567,6 +570,46 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { name: "WhatsApp channel" }).waitFor();
     expect(new URL(page.url()).pathname).toBe("/channel");
+  });
+
+  it("sends an idle page to sign-in when its live updates are refused, the session having ended", async () => {
+    await ensureSignedIn();
+    // Another window of the owner's, whose cookies alone go (the session stays for the others).
+    const other = await newPage(browser);
+    try {
+      await other.context.addCookies(await context.cookies());
+      const p = other.page;
+      const api = trackApi(p);
+      // The first stream ends at once (as when the service restarts); the reconnection is
+      // let through once the cookies are gone, to be refused.
+      let streams = 0;
+      let cookiesGone: () => void = () => {};
+      const gone = new Promise<void>((resolve) => {
+        cookiesGone = resolve;
+      });
+      await p.route("**/api/events/stream", async (route) => {
+        streams++;
+        if (streams === 1)
+          return route.fulfill({
+            status: 200,
+            headers: { "content-type": "text/event-stream" },
+            body: `id: 1\nevent: ping\ndata: {"type":"ping","data":{}}\n\n`,
+          });
+        if (streams === 2) await gone;
+        return route.continue();
+      });
+      await p.goto(`${stack.url}/flows`);
+      await p.getByRole("heading", { name: "Flows" }).waitFor();
+      await expect.poll(() => streams).toBe(2);
+      await api.settled();
+      await other.context.clearCookies();
+      cookiesGone();
+      // No click: the refused stream alone shows sign-in, to come back to the same page.
+      await p.getByRole("heading", { name: "Sign in" }).waitFor();
+      expect(new URL(p.url()).searchParams.get("next")).toBe("/flows");
+    } finally {
+      await other.context.close();
+    }
   });
 
   it("shows a banner while the service restarts, then catches up without a reload", async () => {
