@@ -1,5 +1,5 @@
 import { useQueryClient } from "@tanstack/react-query";
-import { lazy, Suspense, useEffect } from "react";
+import { lazy, Suspense, useEffect, useLayoutEffect } from "react";
 import { Redirect, Route, Switch, useLocation } from "wouter";
 import { AcceptInvitePage } from "./features/auth/accept-invite";
 import { OnboardingPage } from "./features/auth/onboarding";
@@ -11,25 +11,31 @@ import { RunsPage } from "./features/flows/runs-page";
 import { InboxPage } from "./features/inbox/inbox-page";
 import { SettingsPage } from "./features/settings/settings-page";
 import { Shell } from "./features/shell/shell";
-import { setUnauthorizedHandler } from "./lib/api";
+import { errorText, HttpError, setUnauthorizedHandler } from "./lib/api";
 import { useOnline } from "./lib/connection";
 import { startLive } from "./lib/live";
-import { useMe } from "./lib/session";
-import { Spinner } from "./lib/ui";
+import { isAuthPath, signInPath, useMe } from "./lib/session";
+import { FormError, Spinner } from "./lib/ui";
 
 // The canvas (React Flow) is the heaviest screen: it loads only when opened.
 const FlowEditorPage = lazy(() => import("./features/flows/editor/flow-editor"));
 
-/** Where a 401 sends the user: sign-in, then back to where they were. */
+/**
+ * Where a 401 sends the user: sign-in, then back to where they were. Every 401 (any API request,
+ * the signed-in user's own, the event stream) comes here, and only the first one navigates: the
+ * others, from requests that were in flight with it, find sign-in already open.
+ */
 function useUnauthorizedRedirect() {
   const [, navigate] = useLocation();
   const client = useQueryClient();
-  useEffect(() => {
+  // A layout effect: the handler is in place before any answer to the first render's requests.
+  useLayoutEffect(() => {
     setUnauthorizedHandler(() => {
-      const here = window.location.pathname + window.location.search;
-      if (here.startsWith("/sign-in") || here.startsWith("/sign-up")) return;
+      const { pathname, search } = window.location;
+      if (isAuthPath(pathname)) return;
+      navigate(signInPath(pathname + search), { replace: true });
+      // The ended session's user is fetched anew after signing in (nothing observes it now).
       client.removeQueries({ queryKey: ["me"] });
-      navigate(`/sign-in?next=${encodeURIComponent(here)}`, { replace: true });
     });
   }, [navigate, client]);
 }
@@ -50,8 +56,22 @@ function SignedIn() {
   const hasAccount = Boolean(me.data?.account);
   useEffect(() => (hasAccount ? startLive(client) : undefined), [hasAccount, client]);
 
-  if (me.isPending) return <Spinner />;
-  if (me.isError) return <Redirect to={`/sign-in?next=${encodeURIComponent(location)}`} replace />;
+  if (!me.data) {
+    // A 401: the unauthorized handler is already on its way to sign-in.
+    if (me.error instanceof HttpError && me.error.status === 401) return <Spinner />;
+    // Any other answer is no reason to sign in again (a lost connection is retried meanwhile).
+    if (me.isError)
+      return (
+        <div className="page">
+          <h1>The console cannot load your session</h1>
+          <FormError error={errorText(me.error)} />
+          <button type="button" className="btn" onClick={() => void me.refetch()}>
+            Try again
+          </button>
+        </div>
+      );
+    return <Spinner />;
+  }
   if (!me.data.account) {
     if (location.startsWith("/invite/")) return <Route path="/invite/:token" component={AcceptInvitePage} />;
     return <OnboardingPage />;

@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { deflateSync } from "node:zlib";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ensureConsoleBuilt,
@@ -72,6 +72,50 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   const customer = { waId: "15551234567", name: "Sam Customer" };
   let conversationId = "";
 
+  /**
+   * A page's API requests, in order (the event stream included), and `settled()`: until the page
+   * has had no API request under way (the stream aside: it stays open) for half a second, i.e. it
+   * is loaded and idle, as a user reading it would leave it.
+   */
+  const trackApi = (target: Page) => {
+    const sent: string[] = [];
+    const underWay = new Set<Request>();
+    const pathOf = (request: Request) => new URL(request.url()).pathname;
+    target.on("request", (request) => {
+      if (!pathOf(request).startsWith("/api/")) return;
+      sent.push(`${request.method()} ${pathOf(request)}`);
+      if (pathOf(request) !== "/api/events/stream") underWay.add(request);
+    });
+    target.on("requestfinished", (request) => underWay.delete(request));
+    target.on("requestfailed", (request) => underWay.delete(request));
+    const settled = async (quietMs = 500) => {
+      const deadline = Date.now() + 60_000;
+      let quietSince = Date.now();
+      while (Date.now() - quietSince < quietMs) {
+        if (Date.now() > deadline)
+          throw new Error(`API requests still under way: ${[...underWay].map((r) => r.url())}`);
+        if (underWay.size > 0) quietSince = Date.now();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    return { sent, settled };
+  };
+  let pageApi: ReturnType<typeof trackApi>;
+
+  /**
+   * The owner's session in the browser, signed in again if it has gone: a scenario that needs it
+   * does not fail because an earlier one stopped half-way after signing out (that one fails alone).
+   */
+  const ensureSignedIn = async () => {
+    if ((await context.request.get(`${stack.url}/api/me`)).ok()) return;
+    const signIn = await context.request.post(`${stack.url}/api/auth/sign-in/email`, {
+      data: { email: owner.email, password: owner.password },
+      headers: { origin: stack.url },
+    });
+    expect(signIn.status()).toBe(200);
+    expect((await context.request.get(`${stack.url}/api/me`)).status()).toBe(200);
+  };
+
   const cookie = async () => (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
   const shot = async (name: string, target: Page = page) => {
     if (!takeScreenshots) return;
@@ -84,6 +128,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     stack = await startStack();
     browser = await launchBrowser((chromiumFound as { path: string }).path);
     ({ context, page } = await newPage(browser));
+    pageApi = trackApi(page);
   }, 180_000);
 
   afterAll(async () => {
@@ -482,12 +527,32 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   });
 
   it("sends an expired session to sign-in and back to the page it was on", async () => {
+    await ensureSignedIn();
     await page.goto(`${stack.url}/flows`);
     await page.getByRole("heading", { name: "Flows" }).waitFor();
+    // The page is loaded and idle: live updates are on and the refresh that comes with the
+    // stream's first connection has been answered. (Cookies cleared while that refresh is still
+    // to come make it answer 401: the user is rightly sent to sign-in from /flows, before the
+    // click below, which then waits for a Channel link that is gone. That was the flake.)
+    await page.getByText("Live", { exact: true }).waitFor();
+    await pageApi.settled();
+    const sentBefore = pageApi.sent.length;
     await context.clearCookies();
     await page.getByRole("link", { name: "Channel" }).click();
-    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    const signInHeading = page.getByRole("heading", { name: "Sign in" });
+    await signInHeading.waitFor();
     expect(new URL(page.url()).searchParams.get("next")).toBe("/channel");
+    // One clean trip: the sign-in page stays put and the console stops asking the service
+    // (a redirect or reconnection loop re-renders the form and sends hundreds of requests).
+    const heading = await signInHeading.elementHandle();
+    await page.waitForTimeout(2_000);
+    expect(await heading?.evaluate((el) => el.isConnected)).toBe(true);
+    expect(new URL(page.url()).searchParams.get("next")).toBe("/channel");
+    const sentAfter = pageApi.sent.slice(sentBefore);
+    expect(
+      sentAfter.length,
+      `requests after the cookies went: ${sentAfter.slice(0, 10).join(", ")} …`,
+    ).toBeLessThanOrEqual(5);
     // Signing up again with a taken email opens nothing and says to sign in.
     await page.getByRole("link", { name: "Create an account" }).click();
     await page.getByLabel("Your name").fill("Someone Else");
@@ -507,7 +572,48 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     expect(new URL(page.url()).pathname).toBe("/channel");
   });
 
+  it("sends an idle page to sign-in when its live updates are refused, the session having ended", async () => {
+    await ensureSignedIn();
+    // Another window of the owner's, whose cookies alone go (the session stays for the others).
+    const other = await newPage(browser);
+    try {
+      await other.context.addCookies(await context.cookies());
+      const p = other.page;
+      const api = trackApi(p);
+      // The first stream ends at once (as when the service restarts); the reconnection is
+      // let through once the cookies are gone, to be refused.
+      let streams = 0;
+      let cookiesGone: () => void = () => {};
+      const gone = new Promise<void>((resolve) => {
+        cookiesGone = resolve;
+      });
+      await p.route("**/api/events/stream", async (route) => {
+        streams++;
+        if (streams === 1)
+          return route.fulfill({
+            status: 200,
+            headers: { "content-type": "text/event-stream" },
+            body: `id: 1\nevent: ping\ndata: {"type":"ping","data":{}}\n\n`,
+          });
+        if (streams === 2) await gone;
+        return route.continue();
+      });
+      await p.goto(`${stack.url}/flows`);
+      await p.getByRole("heading", { name: "Flows" }).waitFor();
+      await expect.poll(() => streams).toBe(2);
+      await api.settled();
+      await other.context.clearCookies();
+      cookiesGone();
+      // No click: the refused stream alone shows sign-in, to come back to the same page.
+      await p.getByRole("heading", { name: "Sign in" }).waitFor();
+      expect(new URL(p.url()).searchParams.get("next")).toBe("/flows");
+    } finally {
+      await other.context.close();
+    }
+  });
+
   it("shows a banner while the service restarts, then catches up without a reload", async () => {
+    await ensureSignedIn();
     await page.goto(`${stack.url}/inbox/${conversationId}`);
     const thread = page.getByRole("list", { name: "Messages" });
     await thread.getByText("Hi! Do you ship to Lisbon?").waitFor();
@@ -523,6 +629,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   it("follows the event stream: an event refreshes the thread, a reconnection resumes with Last-Event-ID", async () => {
     // The stream is played by the browser's network layer, so this runs whether or not the
     // server has GET /api/events/stream yet.
+    await ensureSignedIn();
     const live = await context.newPage();
     const seen: Array<string | undefined> = [];
     let release: (() => void) | undefined;
@@ -573,6 +680,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   });
 
   it("lays the inbox, the canvas and the channel out for a 390 px phone", async () => {
+    await ensureSignedIn();
     const phone = await newPage(browser, 390, 844);
     try {
       await phone.context.addCookies(await context.cookies());

@@ -33,6 +33,11 @@ export function setUnauthorizedHandler(handler: Unauthorized) {
   onUnauthorized = handler;
 }
 
+/** A request outside api() (the event stream) was answered 401: the session has ended. */
+export function reportUnauthorized() {
+  onUnauthorized();
+}
+
 export interface RequestOptions {
   method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   body?: unknown;

@@ -1,5 +1,6 @@
 import type { QueryClient } from "@tanstack/react-query";
 import { useSyncExternalStore } from "react";
+import { reportUnauthorized } from "./api";
 import { setOnline } from "./connection";
 import { createSseParser } from "./sse";
 
@@ -79,11 +80,13 @@ export function startLive(client: QueryClient): () => void {
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      controller.signal.addEventListener("abort", () => {
+      const done = () => {
         clearTimeout(timer);
+        controller.signal.removeEventListener("abort", done);
         resolve();
-      });
+      };
+      const timer = setTimeout(done, ms);
+      controller.signal.addEventListener("abort", done);
     });
 
   const connectOnce = async () => {
@@ -99,7 +102,15 @@ export function startLive(client: QueryClient): () => void {
       setMode("polling");
       return "missing" as const;
     }
-    if (response.status === 401 || response.status === 403) return "denied" as const;
+    // The session has ended: sign-in, once (retrying could only be refused again).
+    if (response.status === 401) {
+      reportUnauthorized();
+      return "signed-out" as const;
+    }
+    if (response.status === 403) {
+      setMode("connecting");
+      return "denied" as const;
+    }
     if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
     setOnline(true);
     setMode("stream");
@@ -129,7 +140,7 @@ export function startLive(client: QueryClient): () => void {
     while (!controller.signal.aborted) {
       try {
         const outcome = await connectOnce();
-        if (outcome === "missing") return;
+        if (outcome === "missing" || outcome === "signed-out") return;
         if (outcome === "denied") await sleep(RETRY_MAX_MS);
       } catch {
         if (controller.signal.aborted) return;
@@ -140,5 +151,9 @@ export function startLive(client: QueryClient): () => void {
     }
   })();
 
-  return () => controller.abort();
+  return () => {
+    controller.abort();
+    // Not live any more: the next start (after signing in again) says so until it connects.
+    setMode("connecting");
+  };
 }
