@@ -11,6 +11,9 @@ const DRAIN_MS = 10_000;
 /** The last resort: the process exits (code 1) this long after SIGTERM whatever still hangs. */
 const FORCE_EXIT_MS = 25_000;
 
+/** Database connections kept for API requests, besides one per background job. */
+const HTTP_CONNECTIONS = 10;
+
 async function main() {
   const startedAt = performance.now();
   const config = loadConfig();
@@ -59,7 +62,10 @@ async function main() {
       databaseUrl = embedded.url;
     }
     if (!stopping) await runMigrations(databaseUrl);
-    if (!stopping) database = connectDatabase(databaseUrl);
+    if (!stopping) database = connectDatabase(databaseUrl, {
+        // Room for every background job to hold a connection while requests keep theirs.
+        max: HTTP_CONNECTIONS + (config.workers ? config.workerConcurrency : 0),
+      });
     if (database && !stopping) app = await buildApp({ config, database });
     if (app && !stopping) await app.listen({ port: config.port, host: config.host });
   } catch (error) {
