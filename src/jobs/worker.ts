@@ -11,6 +11,7 @@ import {
 } from "graphile-worker";
 import pg from "pg";
 import type { AppDeps } from "../deps.js";
+import { type FollowUpOptions, runFollowUps } from "./follow-ups.js";
 import { TASKS } from "./tasks/index.js";
 import type { Task } from "./types.js";
 
@@ -59,8 +60,10 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
 
   await reapDeadWorkers(pool, options.log);
 
+  let running = true;
+  const followUps: FollowUpOptions = { pool, tasks: TASKS, deps, running: () => running };
   const taskList: TaskList = {};
-  for (const [name, task] of Object.entries(TASKS)) taskList[name] = wrap(task, deps);
+  for (const [name, task] of Object.entries(TASKS)) taskList[name] = wrap(task, deps, followUps);
 
   // Worker ids are learnt as the workers are created (inside run()): each is recorded under this
   // instance before the reaper's grace period for unknown workers could run out.
@@ -127,6 +130,7 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
   return {
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
+        running = false;
         clearInterval(timer);
         clearInterval(gcTimer);
         const timeout = new Promise<"timeout">((resolve) =>
@@ -186,13 +190,19 @@ export async function reapDeadWorkers(pool: pg.Pool, log: WorkerOptions["log"]):
   }
 }
 
-function wrap(task: Task, deps: AppDeps): TaskList[string] {
+function wrap(task: Task, deps: AppDeps, followUps: FollowUpOptions): TaskList[string] {
   return async (payload, helpers) => {
     await task((payload ?? {}) as Record<string, unknown>, deps, {
       id: helpers.job.id,
       attempt: helpers.job.attempts,
       maxAttempts: helpers.job.max_attempts,
     });
+    const { job_queue_id: queueId, locked_by: workerId } = helpers.job;
+    if (queueId === null || workerId === null) return;
+    // This job is done whatever happens next: a follow-up's trouble is the follow-up's.
+    await runFollowUps(followUps, { queueId, workerId }).catch((error: unknown) =>
+      deps.log.error({ err: error }, "running a queue's next jobs failed"),
+    );
   };
 }
 

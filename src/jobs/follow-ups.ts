@@ -1,0 +1,91 @@
+import type pg from "pg";
+import type { AppDeps } from "../deps.js";
+import type { Task } from "./types.js";
+
+/**
+ * Jobs of a named queue run one at a time: while a worker runs one, the queue
+ * is locked for it, and nobody else can take the queue's next job. So when a
+ * job ends, the worker that holds the queue runs the jobs that became due in
+ * it meanwhile itself (the bot's reply a delivery queued, most often), before
+ * graphile-worker unlocks the queue. It saves the reply a trip through the
+ * queue (the job's completion, then another worker's look-up): the reply goes
+ * out as soon as the advance that queued it is committed.
+ *
+ * A follow-up is a job like any other: locked under this worker's id with its
+ * attempt counted (the reaper frees it if this instance dies), deleted when
+ * its task succeeds, given back with graphile-worker's backoff when it throws.
+ * Only the queue's first due job is taken, so the queue's order holds.
+ *
+ * This reads and writes graphile-worker's own tables, as graphile-worker does
+ * to complete or fail a job (package.json keeps it to 0.16.x, whose schema
+ * this follows; test/jobs covers it).
+ */
+
+/** Follow-ups one job may run, so a busy queue still goes back to the pool now and then. */
+export const MAX_FOLLOW_UPS = 8;
+
+interface QueuedJob {
+  id: string;
+  identifier: string;
+  payload: Record<string, unknown> | null;
+  attempts: number;
+  max_attempts: number;
+}
+
+export interface FollowUpOptions {
+  pool: pg.Pool;
+  tasks: Record<string, Task>;
+  deps: AppDeps;
+  /** False once the instance is stopping: no new follow-up starts. */
+  running: () => boolean;
+}
+
+export async function runFollowUps(
+  options: FollowUpOptions,
+  held: { queueId: number; workerId: string },
+): Promise<void> {
+  const { pool, tasks, deps } = options;
+  for (let n = 0; n < MAX_FOLLOW_UPS && options.running(); n++) {
+    const { rows } = await pool.query<QueuedJob>(
+      `update graphile_worker._private_jobs as jobs
+          set attempts = jobs.attempts + 1, locked_at = now(), locked_by = $2
+         from graphile_worker._private_tasks as tasks
+        where jobs.id = (
+                select id from graphile_worker._private_jobs
+                 where job_queue_id = $1 and locked_at is null and run_at <= now()
+                   and attempts < max_attempts
+                 order by priority, run_at, id
+                 limit 1
+                 for update skip locked)
+          and tasks.id = jobs.task_id and tasks.identifier = any($3::text[])
+        returning jobs.id::text as id, tasks.identifier, jobs.payload, jobs.attempts, jobs.max_attempts`,
+      [held.queueId, held.workerId, Object.keys(tasks)],
+    );
+    const job = rows[0];
+    const task = job && tasks[job.identifier];
+    if (!job || !task) return;
+    try {
+      await task(job.payload ?? {}, deps, {
+        id: job.id,
+        attempt: job.attempts,
+        maxAttempts: job.max_attempts,
+      });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      deps.log.warn(
+        { jobId: job.id, task: job.identifier, err: message },
+        "queued job failed; retried later",
+      );
+      // graphile-worker's own failure handling: unlocked, after exp(attempts) seconds (at most e^10).
+      await pool.query(
+        `update graphile_worker._private_jobs
+            set locked_at = null, locked_by = null, last_error = $2, updated_at = now(),
+                run_at = greatest(now(), run_at) + exp(least(attempts, 10)) * interval '1 second'
+          where id = $1::bigint`,
+        [job.id, message],
+      );
+      return;
+    }
+    await pool.query("delete from graphile_worker._private_jobs where id = $1::bigint", [job.id]);
+  }
+}

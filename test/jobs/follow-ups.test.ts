@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MAX_FOLLOW_UPS, runFollowUps } from "../../src/jobs/follow-ups.js";
+import { addJob } from "../../src/jobs/queue.js";
+import type { Task } from "../../src/jobs/types.js";
+import { createTestApp, type TestApp } from "../helpers/harness.js";
+
+// The worker holding a named queue runs the jobs that became due in it (src/jobs/follow-ups.ts),
+// driven here by hand on the real graphile-worker schema, with no worker pool running.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp({ workers: false });
+});
+afterAll(() => t.close());
+
+const ran: string[] = [];
+const tasks: Record<string, Task> = {
+  record: async (payload) => {
+    ran.push(String(payload.name));
+  },
+  explode: async () => {
+    throw new Error("boom");
+  },
+};
+
+interface JobRow {
+  name: string;
+  identifier: string;
+  attempts: number;
+  locked_by: string | null;
+  last_error: string | null;
+  due_in_s: number;
+}
+
+async function jobsLeft(): Promise<JobRow[]> {
+  const { rows } = await t.database.pool.query<JobRow>(
+    `select j.payload->>'name' as name, k.identifier, j.attempts, j.locked_by, j.last_error,
+            extract(epoch from j.run_at - now())::float as due_in_s
+       from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id
+      order by j.id`,
+  );
+  return rows;
+}
+
+/** Adds the jobs to queue "q", then locks the queue for worker "w1" as a running job would. */
+async function queue(jobs: Array<{ task: string; name: string; runAt?: Date }>) {
+  for (const job of jobs) {
+    await addJob(t.database.db, job.task, { name: job.name }, { queueName: "q", runAt: job.runAt });
+  }
+  const { rows } = await t.database.pool.query<{ id: number }>(
+    `update graphile_worker._private_job_queues set locked_by = 'w1', locked_at = now()
+      where queue_name = 'q' returning id`,
+  );
+  return { queueId: rows[0]!.id, workerId: "w1" };
+}
+
+const run = (held: { queueId: number; workerId: string }) =>
+  runFollowUps({ pool: t.database.pool, tasks, deps: t.app.deps, running: () => true }, held);
+
+beforeEach(async () => {
+  ran.length = 0;
+  await t.database.pool.query("delete from graphile_worker._private_jobs");
+  await t.database.pool.query("delete from graphile_worker._private_job_queues");
+});
+
+describe("follow-up jobs of a held queue", () => {
+  it("runs the due jobs in queue order and deletes them", async () => {
+    const held = await queue([
+      { task: "record", name: "first" },
+      { task: "record", name: "second" },
+    ]);
+    await run(held);
+    expect(ran).toEqual(["first", "second"]);
+    expect(await jobsLeft()).toEqual([]);
+  });
+
+  it("stops at a job it has no task for, leaving it and what follows untouched", async () => {
+    const held = await queue([
+      { task: "record", name: "first" },
+      { task: "someone-else", name: "foreign" },
+      { task: "record", name: "after" },
+    ]);
+    await run(held);
+    expect(ran).toEqual(["first"]);
+    expect((await jobsLeft()).map((j) => [j.name, j.attempts, j.locked_by])).toEqual([
+      ["foreign", 0, null],
+      ["after", 0, null],
+    ]);
+  });
+
+  it("gives a failing job back with its attempt counted and a backoff, and stops there", async () => {
+    const held = await queue([
+      { task: "explode", name: "bad" },
+      { task: "record", name: "next" },
+    ]);
+    await run(held);
+    expect(ran).toEqual([]);
+    const [bad, next] = await jobsLeft();
+    expect(bad).toMatchObject({ name: "bad", attempts: 1, locked_by: null, last_error: "boom" });
+    expect(bad!.due_in_s).toBeGreaterThan(1);
+    expect(next).toMatchObject({ name: "next", attempts: 0, locked_by: null });
+  });
+
+  it("leaves jobs that are not due yet", async () => {
+    const held = await queue([{ task: "record", name: "later", runAt: new Date(Date.now() + 60_000) }]);
+    await run(held);
+    expect(ran).toEqual([]);
+    expect((await jobsLeft()).map((j) => j.name)).toEqual(["later"]);
+  });
+
+  it(`runs at most ${MAX_FOLLOW_UPS}, then hands the queue back`, async () => {
+    const names = Array.from({ length: MAX_FOLLOW_UPS + 2 }, (_, i) => `job${i}`);
+    const held = await queue(names.map((name) => ({ task: "record", name })));
+    await run(held);
+    expect(ran).toEqual(names.slice(0, MAX_FOLLOW_UPS));
+    expect((await jobsLeft()).map((j) => j.name)).toEqual(names.slice(MAX_FOLLOW_UPS));
+  });
+
+  it("starts none once the instance is stopping", async () => {
+    const held = await queue([{ task: "record", name: "first" }]);
+    await runFollowUps({ pool: t.database.pool, tasks, deps: t.app.deps, running: () => false }, held);
+    expect(ran).toEqual([]);
+    expect(await jobsLeft()).toHaveLength(1);
+  });
+});
