@@ -6,7 +6,7 @@ import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
-import { addJob } from "../jobs/queue.js";
+import { createJobBatcher } from "../jobs/queue.js";
 import { cleanStrings, deliveryQueue } from "./webhook-payload.js";
 import { verifyWebhookSignature } from "./webhook-signature.js";
 
@@ -47,6 +47,8 @@ const deliveryDoc = z.object({
 
 export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
   const { db, cipher, config } = deps;
+  // Deliveries acknowledged at the same moment share one commit (see createJobBatcher).
+  const jobs = createJobBatcher(db);
 
   app.get<{ Querystring: Record<string, unknown> }>(
     WEBHOOK_PATH,
@@ -120,8 +122,7 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
       for (const problem of problems) request.log.warn({ problem }, "webhook part skipped");
       // Acknowledged once the job exists: from here on nothing Meta sent is lost, whatever happens
       // to this process.
-      await addJob(
-        db,
+      await jobs.add(
         PROCESS_WEBHOOK_TASK,
         { delivery },
         {
