@@ -62,7 +62,8 @@ async function main() {
       databaseUrl = embedded.url;
     }
     if (!stopping) await runMigrations(databaseUrl);
-    if (!stopping) database = connectDatabase(databaseUrl, {
+    if (!stopping)
+      database = connectDatabase(databaseUrl, {
         // Room for every background job to hold a connection while requests keep theirs.
         max: HTTP_CONNECTIONS + (config.workers ? config.workerConcurrency : 0),
       });
