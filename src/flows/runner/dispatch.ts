@@ -211,6 +211,8 @@ async function startRun(
     conversationId: string;
     trigger: Record<string, unknown>;
     replyTo?: string | null;
+    /** Answer the run as stored (for the API), not as the walk left it in memory. */
+    reread?: boolean;
   },
 ): Promise<StartResult> {
   const contact = await loadContact(db, input.flow.accountId, input.contactId);
@@ -252,7 +254,10 @@ async function startRun(
     await addRunEvent(db, inserted, { type: "started", payload: input.trigger, at: now });
     await walk(ctx, input.flow.entryNodeId, null);
   });
-  const [latest] = await db.select().from(flowRuns).where(eq(flowRuns.id, inserted.id));
+  // ctx.run follows every write of the walk, so the run as stored is read only for who shows it.
+  const [latest] = input.reread
+    ? await db.select().from(flowRuns).where(eq(flowRuns.id, inserted.id))
+    : [ctx.run];
   // Counted last: the counter row stays locked until the commit, so the shorter the better.
   await countExecution(db, input.flow.id);
   return { kind: "started", run: latest ?? ctx.run };
@@ -306,6 +311,7 @@ export async function startManualRun(
       contactId,
       conversationId: conversation.id,
       trigger: { trigger: "manual", started_by: input.userId },
+      reread: true,
     });
     if (started.kind === "busy") throw new ApiError(409, "The contact already has an active flow run");
     if (started.kind === "flow_gone") throw new ApiError(404, "Not found");

@@ -14,6 +14,7 @@ import { queueBotMessage, scheduleResume } from "./send.js";
 import {
   addRunEvent,
   endActiveRun,
+  enterNode,
   type RunEventType,
   RunGone,
   type RunRow,
@@ -158,11 +159,7 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
       return failRun(ctx, "node_missing", `Node "${key}" does not exist (the flow was edited)`, key);
     }
     ctx.run = { ...ctx.run, currentNodeKey: key, lastActivityAt: ctx.deps.now() };
-    await updateActiveRun(ctx.db, ctx.run.id, {
-      currentNodeKey: key,
-      lastActivityAt: ctx.run.lastActivityAt,
-    });
-    await event(ctx, "node_entered", key, { node_type: node.nodeType });
+    await enterNode(ctx.db, ctx.run, { key, type: node.nodeType, at: ctx.run.lastActivityAt });
 
     const { config } = node;
     previous = key;

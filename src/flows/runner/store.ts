@@ -85,6 +85,29 @@ export async function updateActiveRun(
   if (rows.length === 0) throw new RunGone();
 }
 
+/**
+ * Moves an active run to a node and records its `node_entered` event, in one
+ * statement (the walk's most frequent write); RunGone when the run is no
+ * longer active.
+ */
+export async function enterNode(
+  db: DbOrTx,
+  run: Pick<RunRow, "id">,
+  node: { key: string; type: string; at: Date },
+) {
+  const { rows } = await db.execute(sql`
+    with moved as (
+      update flow_runs set current_node_key = ${node.key}, last_activity_at = ${node.at}::timestamptz
+       where id = ${run.id} and status = 'active'
+      returning id, flow_id)
+    insert into flow_run_events (run_id, flow_id, event_type, node_key, payload, created_at)
+    select id, flow_id, 'node_entered', ${node.key}::text,
+           ${JSON.stringify({ node_type: node.type })}::jsonb, ${node.at}::timestamptz
+      from moved
+    returning run_id`);
+  if (rows.length === 0) throw new RunGone();
+}
+
 /** Ends an active run; RunGone when it already ended or vanished. */
 export async function endActiveRun(
   db: DbOrTx,
