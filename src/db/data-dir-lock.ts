@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -93,21 +93,36 @@ async function createExclusively(file: string, content: string): Promise<boolean
 }
 
 /**
- * Several services may find the same stale lock at once: each moves it aside
- * under its own name (only one rename can succeed), and one that finds it
- * moved a fresh lock rather than the stale one puts it back.
+ * Several services may find the same stale lock at once. Only one removes it:
+ * the one that creates its takeover mark (`<lock>.takeover.<digest of the
+ * stale content>`), and only while the lock still holds that stale content.
+ * The others try again: by then the lock is gone (they race to create it, and
+ * exactly one succeeds) or is a fresh one. Nobody ever moves a lock that is not
+ * the stale one, so a fresh lock cannot be lost in between. A mark left by a
+ * service killed during these few steps is ignored after a few seconds.
  */
 async function removeStale(file: string, staleContent: string): Promise<void> {
-  const aside = `${file}.stale.${process.pid}`;
-  try {
-    await fs.rename(file, aside);
-  } catch {
+  const digest = createHash("sha256").update(staleContent).digest("hex").slice(0, 16);
+  const mark = `${file}.takeover.${digest}`;
+  if (!(await createExclusively(mark, `${process.pid}\n`))) {
+    const age = await fs.stat(mark).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (age > ABANDONED_MARK_MS) await fs.rm(mark, { force: true });
+    else await new Promise((r) => setTimeout(r, 50));
     return;
   }
-  const moved = await fs.readFile(aside, "utf8").catch(() => staleContent);
-  if (moved !== staleContent) await fs.link(aside, file).catch(() => undefined);
-  await fs.rm(aside, { force: true });
+  try {
+    const now = await fs.readFile(file, "utf8").catch(() => undefined);
+    if (now === staleContent) await fs.rm(file, { force: true });
+  } finally {
+    await fs.rm(mark, { force: true });
+  }
 }
+
+/** A takeover mark older than this was left by a service that died while taking over. */
+const ABANDONED_MARK_MS = 5_000;
 
 interface Owner {
   pid: number;
