@@ -28,6 +28,9 @@ export interface InboundMessageStored {
   /** The message's type and text, so the runner can tell cheaply whether a flow wants it. */
   messageType: string;
   text: string | null;
+  /** The number it was sent to, and the conversation's window start as storing it left it (when known). */
+  phoneNumberId?: string;
+  customerMessageAt?: Date | null;
 }
 
 export interface StoredChange {
@@ -125,6 +128,7 @@ async function storeMessage(
     contact_id: string;
     conversation_id: string;
     has_inbound: boolean;
+    customer_message_at: Date | string | null;
     message_id: string | null;
     inserted: boolean;
   }>(sql`
@@ -151,7 +155,8 @@ async function storeMessage(
         status = case when conversations.status = 'closed' and not (select yes from redelivery) then 'open'
                  else conversations.status end,
         updated_at = case when (select yes from redelivery) then conversations.updated_at else ${now()} end
-      returning id, exists (select 1 from ${messages} m where m.conversation_id = conversations.id
+      returning id, customer_message_at,
+                exists (select 1 from ${messages} m where m.conversation_id = conversations.id
                             and m.direction = 'inbound' and m.sender_type = 'customer'
                             and m.message_id is distinct from ${message.upstreamId}) as has_inbound
     ), message as (
@@ -167,6 +172,7 @@ async function storeMessage(
       returning id
     )
     select (select id from contact) as contact_id, conversation.id as conversation_id, conversation.has_inbound,
+           conversation.customer_message_at,
            coalesce((select id from message),
                     (select id from ${messages} where account_id = ${accountId}
                        and message_id = ${message.upstreamId})) as message_id,
@@ -182,6 +188,8 @@ async function storeMessage(
     firstInbound: !row.has_inbound,
     messageType: message.type,
     text: message.text,
+    phoneNumberId: change.phoneNumberId,
+    customerMessageAt: row.customer_message_at === null ? null : new Date(row.customer_message_at),
     inserted: row.inserted,
   };
 }

@@ -175,4 +175,51 @@ describe("event data is the resource as the API shows it", () => {
     // The bot's menu went out as a message of the conversation.
     expect(events.some((e) => e.type === "message.sent" && e.data.sender_type === "bot")).toBe(true);
   });
+
+  it("flow_run.updated once per advance, showing the run as the advance left it", async () => {
+    const b = await business(w);
+    const created = await api(w.t, b.user, "POST", "/api/flows", {
+      name: "Greeter",
+      trigger_type: "keyword",
+      trigger_config: { keywords: ["hello"], match_type: "exact" },
+    });
+    const flowId = created.json().flow.id;
+    const put = await w.t.app.inject({
+      method: "PUT",
+      url: `/api/flows/${flowId}`,
+      headers: b.user.headers,
+      payload: {
+        entry_node_id: "start",
+        nodes: [
+          { node_key: "start", node_type: "start", config: { next_node_key: "greet" } },
+          { node_key: "greet", node_type: "send_message", config: { text: "Hello there" } },
+        ],
+      },
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    await api(w.t, b.user, "POST", `/api/flows/${flowId}/activate`, { status: "active" });
+
+    await customerOf(w, b).text("hello");
+    await settle(w.t);
+
+    const events = await allEvents(w.t, b.user);
+    const runUpdates = events.filter((e) => e.type === "flow_run.updated");
+    // The trigger's advance (the run's insert, then its one update) and the send's advance.
+    expect(runUpdates.map((e) => [e.data.status, e.data.current_node_key])).toEqual([
+      ["active", "start"],
+      ["active", "greet"],
+      ["completed", "greet"],
+    ]);
+    const runId = runUpdates[0]!.data.id;
+    const shown = (await api(w.t, b.user, "GET", `/api/flows/${flowId}/runs/${runId}`)).json();
+    expect(runUpdates.at(-1)!.data).toEqual(shown.run);
+    // The run's own events, in the order they happened.
+    expect(shown.events.map((e: Json) => [e.event_type, e.node_key])).toEqual([
+      ["started", null],
+      ["node_entered", "start"],
+      ["node_entered", "greet"],
+      ["message_sent", "greet"],
+      ["completed", "greet"],
+    ]);
+  });
 });

@@ -1,9 +1,10 @@
 import { randomInt } from "node:crypto";
 import { and, asc, eq, sql } from "drizzle-orm";
-import { isOptedOut, optedOutError } from "../../contacts/contacts.js";
+import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
 import {
+  contacts,
   conversations,
   EXECUTION_COUNT_SHARDS,
   flowExecutionCounts,
@@ -25,7 +26,7 @@ import {
   walk,
 } from "./engine.js";
 import { matchesKeyword, readKeywordTrigger } from "./rules.js";
-import { addRunEvent, findActiveRun, type RunRow, withContactLock } from "./store.js";
+import { findActiveRun, lockRunSql, noRunWrites, type RunRow, withContactLock } from "./store.js";
 
 /**
  * What the runner did with an inbound message:
@@ -65,47 +66,83 @@ export async function offerInboundMessage(
   deps: RunnerDeps,
   event: InboundMessageStored,
 ): Promise<DispatchOutcome> {
-  const seen = await findActiveRun(deps.db, event.accountId, event.contactId);
+  const seen = await runOrTriggers(deps.db, event);
   // Most messages neither advance a run nor start one: settle those without the
   // contact's lock or a receipt. (Had another message started a run meanwhile,
   // this one arrived while the contact was free and would lose that race anyway.)
-  if (!seen && !(await anyFlowWants(deps.db, event))) return "no_trigger";
+  const message = { type: event.messageType, text: event.text };
+  if (!seen.runId && !seen.flows.some((flow) => triggers(flow, message, event.firstInbound))) {
+    return "no_trigger";
+  }
   return withContactLock(deps.pool, event, async (db) => {
-    const [message] = await db
-      .select()
-      .from(messages)
-      .where(
-        and(
-          eq(messages.id, event.messageId),
-          eq(messages.accountId, event.accountId),
-          eq(messages.conversationId, event.conversationId),
-          eq(messages.direction, "inbound"),
-          eq(messages.senderType, "customer"),
-        ),
-      );
-    if (!message) return "not_customer_message";
-    const taken = await db
-      .insert(flowMessageReceipts)
-      .values({ messageId: message.id, accountId: event.accountId, outcome: "pending" })
-      .onConflictDoNothing()
-      .returning({ messageId: flowMessageReceipts.messageId });
-    if (taken.length === 0) return "duplicate";
-
-    const input: InboundInput = {
-      id: message.id,
-      type: message.type,
-      text: message.text,
-      interactive: message.interactive,
-      sentAt: message.upstreamTimestamp,
-      upstreamId: message.messageId,
-    };
-    const result = await offer(db, deps, event, input, seen?.id ?? null);
+    const taken = await takeMessage(db, event);
+    if (taken === "not_customer_message" || taken === "duplicate") return taken;
+    const result = await offer(db, deps, event, taken, seen.runId);
     await db
       .update(flowMessageReceipts)
       .set({ outcome: result.outcome, runId: result.runId })
-      .where(eq(flowMessageReceipts.messageId, message.id));
+      .where(eq(flowMessageReceipts.messageId, taken.id));
     return result.outcome;
   });
+}
+
+/** The contact's active run, if any, and the account's active flows' triggers: one look. */
+async function runOrTriggers(db: DbOrTx, event: InboundMessageStored) {
+  const { rows } = await db.execute<{
+    run_id: string | null;
+    flows: Array<{ triggerType: FlowRow["triggerType"]; triggerConfig: unknown }>;
+  }>(sql`
+    select (select id from ${flowRuns} where account_id = ${event.accountId}
+              and contact_id = ${event.contactId} and status = 'active') as run_id,
+           coalesce((select json_agg(json_build_object('triggerType', trigger_type, 'triggerConfig', trigger_config))
+                       from ${flows} where account_id = ${event.accountId} and status = 'active'),
+                    '[]'::json) as flows`);
+  const row = rows[0];
+  return { runId: row?.run_id ?? null, flows: row?.flows ?? [] };
+}
+
+/**
+ * The message as the runner reads it, with its receipt written (one
+ * statement): "duplicate" when it had one already, "not_customer_message"
+ * when the id is no inbound customer message of the conversation.
+ */
+async function takeMessage(
+  db: DbOrTx,
+  event: InboundMessageStored,
+): Promise<InboundInput | "duplicate" | "not_customer_message"> {
+  const { rows } = await db.execute<{
+    id: string;
+    type: string;
+    text: string | null;
+    interactive: Record<string, unknown> | null;
+    sent_at: string | null;
+    upstream_id: string | null;
+    taken: boolean;
+  }>(sql`
+    with message as (
+      select id, type, text, interactive, upstream_timestamp, message_id from ${messages}
+       where id = ${event.messageId} and account_id = ${event.accountId}
+         and conversation_id = ${event.conversationId} and direction = 'inbound' and sender_type = 'customer'
+    ), taken as (
+      insert into ${flowMessageReceipts} (message_id, account_id, outcome)
+      select id, ${event.accountId}, 'pending' from message
+      on conflict do nothing
+      returning message_id
+    )
+    select id, type, text, interactive, upstream_timestamp::text as sent_at, message_id as upstream_id,
+           exists (select 1 from taken) as taken
+      from message`);
+  const row = rows[0];
+  if (!row) return "not_customer_message";
+  if (!row.taken) return "duplicate";
+  return {
+    id: row.id,
+    type: row.type,
+    text: row.text,
+    interactive: row.interactive,
+    sentAt: row.sent_at === null ? null : new Date(row.sent_at),
+    upstreamId: row.upstream_id,
+  };
 }
 
 async function offer(
@@ -115,19 +152,20 @@ async function offer(
   message: InboundInput,
   seenRunId: string | null,
 ): Promise<{ outcome: DispatchOutcome; runId: string | null }> {
-  const active = await findActiveRun(db, event.accountId, event.contactId);
+  const { contact, active } = await contactAndRun(db, event);
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
     if (!canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
-    const ctx = await contextFor(db, deps, active);
+    const ctx = contact && (await contextFor(db, deps, active, contact));
     if (!ctx) return { outcome: "run_gone", runId: null };
     ctx.replyTo = message.upstreamId;
+    ctx.inbound = inboundFacts(event);
     const outcome = await guardRun(ctx, () => answer(ctx, message));
     return { outcome, runId: outcome === "run_gone" ? null : active.id };
   }
 
   // An opted-out contact starts no flow.
-  if (await isOptedOut(db, event.accountId, event.contactId)) return { outcome: "no_trigger", runId: null };
+  if (!contact || contact.optedOut) return { outcome: "no_trigger", runId: null };
   const candidates = await db
     .select()
     .from(flows)
@@ -137,16 +175,56 @@ async function offer(
     if (!triggers(flow, message, event.firstInbound)) continue;
     const started = await startRun(db, deps, {
       flow,
-      contactId: event.contactId,
+      contact,
       conversationId: event.conversationId,
       trigger: { trigger: flow.triggerType, message_id: message.id },
       replyTo: message.upstreamId,
+      inbound: inboundFacts(event),
     });
     if (started.kind === "flow_gone") continue;
     if (started.kind === "busy") return { outcome: "lost_race", runId: null };
     return { outcome: "started", runId: started.run.id };
   }
   return { outcome: "no_trigger", runId: null };
+}
+
+/**
+ * The contact, and its active run with the run's row locked (see
+ * lockActiveRun): one statement when there is no run, as for most triggers.
+ */
+async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
+  const { rows } = await db.execute<{
+    id: string;
+    name: string | null;
+    phone: string | null;
+    wa_id: string;
+    tags: string[];
+    opted_out: boolean;
+    run_id: string | null;
+  }>(sql`
+    with run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
+    select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id
+      from ${contacts} where id = ${event.contactId} and account_id = ${event.accountId}`);
+  const row = rows[0];
+  const contact = row
+    ? {
+        id: row.id,
+        name: row.name,
+        phone: row.phone,
+        waId: row.wa_id,
+        tags: row.tags,
+        optedOut: row.opted_out,
+      }
+    : null;
+  const active = row?.run_id ? await findActiveRun(db, event.accountId, event.contactId) : null;
+  return { contact, active };
+}
+
+/** What storing the message told about its conversation, when it told it. */
+function inboundFacts(event: InboundMessageStored): RunContext["inbound"] {
+  return event.customerMessageAt === undefined
+    ? undefined
+    : { customerMessageAt: event.customerMessageAt, phoneNumberId: event.phoneNumberId };
 }
 
 /**
@@ -160,17 +238,8 @@ function canAnswer(run: RunRow, message: InboundInput): boolean {
   return message.sentAt.getTime() >= Math.floor(run.questionSentAt.getTime() / 1000) * 1000 + 1000;
 }
 
-async function anyFlowWants(db: DbOrTx, event: InboundMessageStored): Promise<boolean> {
-  const active = await db
-    .select({ triggerType: flows.triggerType, triggerConfig: flows.triggerConfig })
-    .from(flows)
-    .where(and(eq(flows.accountId, event.accountId), eq(flows.status, "active")));
-  const message = { type: event.messageType, text: event.text };
-  return active.some((flow) => triggers(flow, message, event.firstInbound));
-}
-
 function triggers(
-  flow: Pick<FlowRow, "triggerType" | "triggerConfig">,
+  flow: { triggerType: FlowRow["triggerType"]; triggerConfig: unknown },
   message: Pick<InboundInput, "type" | "text">,
   firstInbound: boolean,
 ): boolean {
@@ -188,11 +257,17 @@ function triggers(
   }
 }
 
-export async function contextFor(db: DbOrTx, deps: RunnerDeps, run: RunRow): Promise<RunContext | null> {
+/** An advance of a run (locked by the caller, see lockActiveRun): its flow and contact. */
+export async function contextFor(
+  db: DbOrTx,
+  deps: RunnerDeps,
+  run: RunRow,
+  known?: RunContext["contact"],
+): Promise<RunContext | null> {
   const [flow] = await db.select().from(flows).where(eq(flows.id, run.flowId));
-  const contact = await loadContact(db, run.accountId, run.contactId);
+  const contact = known ?? (await loadContact(db, run.accountId, run.contactId));
   if (!flow || !contact) return null;
-  return { db, deps, flow, run, contact, steps: 0 };
+  return { db, deps, flow, run, writes: noRunWrites(), contact, steps: 0 };
 }
 
 type StartResult = { kind: "started"; run: RunRow } | { kind: "busy" } | { kind: "flow_gone" };
@@ -207,16 +282,14 @@ async function startRun(
   deps: RunnerDeps,
   input: {
     flow: FlowRow;
-    contactId: string;
+    contact: RunContext["contact"];
     conversationId: string;
     trigger: Record<string, unknown>;
     replyTo?: string | null;
-    /** Answer the run as stored (for the API), not as the walk left it in memory. */
-    reread?: boolean;
+    inbound?: RunContext["inbound"];
   },
 ): Promise<StartResult> {
-  const contact = await loadContact(db, input.flow.accountId, input.contactId);
-  if (!contact) return { kind: "flow_gone" };
+  const { contact } = input;
   const now = deps.now();
   let inserted: RunRow | undefined;
   try {
@@ -225,7 +298,7 @@ async function startRun(
       .values({
         flowId: input.flow.id,
         accountId: input.flow.accountId,
-        contactId: input.contactId,
+        contactId: contact.id,
         conversationId: input.conversationId,
         status: "active",
         currentNodeKey: input.flow.entryNodeId,
@@ -246,21 +319,16 @@ async function startRun(
     deps,
     flow: input.flow,
     run: inserted,
+    writes: { patch: {}, events: [{ type: "started", nodeKey: null, payload: input.trigger, at: now }] },
     contact,
     steps: 0,
     replyTo: input.replyTo ?? null,
+    inbound: input.inbound,
   };
-  await guardRun(ctx, async () => {
-    await addRunEvent(db, inserted, { type: "started", payload: input.trigger, at: now });
-    await walk(ctx, input.flow.entryNodeId, null);
-  });
-  // ctx.run follows every write of the walk, so the run as stored is read only for who shows it.
-  const [latest] = input.reread
-    ? await db.select().from(flowRuns).where(eq(flowRuns.id, inserted.id))
-    : [ctx.run];
+  await guardRun(ctx, () => walk(ctx, input.flow.entryNodeId, null));
   // Counted last: the counter row stays locked until the commit, so the shorter the better.
   await countExecution(db, input.flow.id);
-  return { kind: "started", run: latest ?? ctx.run };
+  return { kind: "started", run: ctx.run };
 }
 
 /** One more run of the flow, on a random one of its counter rows (see flowExecutionCounts). */
@@ -293,7 +361,9 @@ export async function startManualRun(
     if (flow.status !== "active") {
       throw new ApiError(422, `Only active flows can be started; this flow is ${flow.status}`);
     }
-    if (await isOptedOut(db, flow.accountId, contactId)) throw optedOutError();
+    const contact = await loadContact(db, flow.accountId, contactId);
+    if (!contact) throw new ApiError(404, "Contact not found");
+    if (contact.optedOut) throw optedOutError();
     if (await findActiveRun(db, flow.accountId, contactId)) {
       throw new ApiError(409, "The contact already has an active flow run");
     }
@@ -308,13 +378,14 @@ export async function startManualRun(
     if (!conversation) throw new ApiError(404, "Contact not found");
     const started = await startRun(db, deps, {
       flow,
-      contactId,
+      contact,
       conversationId: conversation.id,
       trigger: { trigger: "manual", started_by: input.userId },
-      reread: true,
     });
     if (started.kind === "busy") throw new ApiError(409, "The contact already has an active flow run");
     if (started.kind === "flow_gone") throw new ApiError(404, "Not found");
-    return started.run;
+    // The run as stored (its timestamps at the database's precision), as the API shows it.
+    const [stored] = await db.select().from(flowRuns).where(eq(flowRuns.id, started.run.id));
+    return stored ?? started.run;
   });
 }

@@ -12,14 +12,13 @@ import { buildNodeMessage, replyChoices } from "./outbound.js";
 import { type ContactFacts, checkInput, evaluateCondition, renderText } from "./rules.js";
 import { queueBotMessage, scheduleResume } from "./send.js";
 import {
-  addRunEvent,
-  endActiveRun,
-  enterNode,
   type RunEventType,
   RunGone,
+  type RunPatch,
   type RunRow,
   type RunStatus,
-  updateActiveRun,
+  type RunWrites,
+  writeRun,
 } from "./store.js";
 
 /**
@@ -39,7 +38,9 @@ export interface RunContext {
   db: DbOrTx;
   deps: RunnerDeps;
   flow: FlowRow;
+  /** The run as this advance leaves it (its changes are in `writes` until guardRun writes them). */
   run: RunRow;
+  writes: RunWrites;
   contact: ContactFacts & { id: string };
   steps: number;
   /**
@@ -47,6 +48,11 @@ export interface RunContext {
    * message it sends marks it read, with a typing indicator, just before.
    */
   replyTo?: string | null;
+  /**
+   * What the customer message behind this advance told about its conversation
+   * (so it is not read again): the window's start and the number written to.
+   */
+  inbound?: { customerMessageAt: Date | null; phoneNumberId?: string };
   /** The flow's nodes by key, read once per advance (see loadNode). */
   nodes?: Map<string, LoadedNode>;
 }
@@ -73,7 +79,9 @@ export async function loadContact(db: DbOrTx, accountId: string, contactId: stri
     .select()
     .from(contacts)
     .where(and(eq(contacts.id, contactId), eq(contacts.accountId, accountId)));
-  return row ? { id: row.id, name: row.name, phone: row.phone, waId: row.waId, tags: row.tags } : null;
+  return row
+    ? { id: row.id, name: row.name, phone: row.phone, waId: row.waId, tags: row.tags, optedOut: row.optedOut }
+    : null;
 }
 
 export interface LoadedNode {
@@ -100,14 +108,23 @@ export async function loadNode(ctx: RunContext, nodeKey: string): Promise<Loaded
   return ctx.nodes.get(nodeKey) ?? null;
 }
 
-const event = (
+/** Records one of the run's events (written with the run's changes, in order). */
+function event(
   ctx: RunContext,
   type: RunEventType,
   nodeKey: string | null,
   payload: Record<string, unknown> = {},
-) => addRunEvent(ctx.db, ctx.run, { type, nodeKey, payload, at: ctx.deps.now() });
+) {
+  ctx.writes.events.push({ type, nodeKey, payload, at: ctx.deps.now() });
+}
 
-async function finish(
+/** Changes the run (written at the end of the advance). */
+function patchRun(ctx: RunContext, patch: RunPatch) {
+  ctx.run = { ...ctx.run, ...patch };
+  Object.assign(ctx.writes.patch, patch);
+}
+
+function finish(
   ctx: RunContext,
   status: Exclude<RunStatus, "active">,
   reason: string,
@@ -115,10 +132,16 @@ async function finish(
   payload: Record<string, unknown> = {},
 ) {
   const at = ctx.deps.now();
-  await endActiveRun(ctx.db, ctx.run.id, { status, reason, at });
-  ctx.run = { ...ctx.run, status, endReason: reason, endedAt: at, lastActivityAt: at };
-  if (status === "completed") await event(ctx, "completed", nodeKey, { reason, ...payload });
-  if (status === "failed") await event(ctx, "error", nodeKey, { reason, ...payload });
+  patchRun(ctx, {
+    status,
+    endReason: reason,
+    endedAt: at,
+    lastActivityAt: at,
+    awaitingMessageId: null,
+    resumeAt: null,
+  });
+  if (status === "completed") event(ctx, "completed", nodeKey, { reason, ...payload });
+  if (status === "failed") event(ctx, "error", nodeKey, { reason, ...payload });
 }
 
 /** Ends the run `failed`, recording why in an `error` event. */
@@ -158,8 +181,8 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
     if (!node) {
       return failRun(ctx, "node_missing", `Node "${key}" does not exist (the flow was edited)`, key);
     }
-    ctx.run = { ...ctx.run, currentNodeKey: key, lastActivityAt: ctx.deps.now() };
-    await enterNode(ctx.db, ctx.run, { key, type: node.nodeType, at: ctx.run.lastActivityAt });
+    patchRun(ctx, { currentNodeKey: key, lastActivityAt: ctx.deps.now() });
+    event(ctx, "node_entered", key, { node_type: node.nodeType });
 
     const { config } = node;
     previous = key;
@@ -224,7 +247,7 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
 async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, config: Record<string, unknown>) {
   const built = buildNodeMessage(nodeType, config, ctx.run.vars, ctx.contact);
   if (!built.ok) {
-    await failRun(ctx, "invalid_node", `Node "${nodeKey}": ${built.problem}`, nodeKey);
+    failRun(ctx, "invalid_node", `Node "${nodeKey}": ${built.problem}`, nodeKey);
     return false;
   }
   let message = built.message;
@@ -239,12 +262,12 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
       });
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      await failRun(ctx, "template_unavailable", `Node "${nodeKey}": ${error.message}`, nodeKey);
+      failRun(ctx, "template_unavailable", `Node "${nodeKey}": ${error.message}`, nodeKey);
       return false;
     }
   } else if (!(await windowOpen(ctx))) {
     // Outside the 24-hour window only templates go out: nothing is sent upstream.
-    await failRun(
+    failRun(
       ctx,
       "window_closed",
       `Node "${nodeKey}": the 24-hour customer service window is closed; only a template can be sent`,
@@ -259,19 +282,20 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     steps: ctx.steps,
     now: ctx.deps.now(),
     readMessageId: ctx.replyTo ?? null,
+    phoneNumberId: ctx.inbound?.phoneNumberId,
   });
   if (!queued.ok) {
-    await failRun(ctx, queued.reason, queued.message, nodeKey);
+    failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
   }
   ctx.replyTo = null;
-  ctx.run = { ...ctx.run, awaitingMessageId: queued.messageId, questionSentAt: null };
-  await updateActiveRun(ctx.db, ctx.run.id, { awaitingMessageId: queued.messageId, questionSentAt: null });
+  patchRun(ctx, { awaitingMessageId: queued.messageId, questionSentAt: null });
   return true;
 }
 
 async function windowOpen(ctx: RunContext): Promise<boolean> {
   if (!ctx.run.conversationId) return false;
+  if (ctx.inbound) return isWindowOpen(ctx.inbound, ctx.deps.now());
   const [conversation] = await ctx.db
     .select({ customerMessageAt: conversations.customerMessageAt })
     .from(conversations)
@@ -289,16 +313,10 @@ export async function continueAfterSend(
   sent: { messageId: string; upstreamId: string | null; type: string; at: Date },
 ): Promise<void> {
   const key = ctx.run.currentNodeKey;
-  ctx.run = { ...ctx.run, awaitingMessageId: null, lastActivityAt: ctx.deps.now() };
   const waits = key !== null && (await loadNode(ctx, key))?.nodeType;
   const questionSentAt = waits && WAITING_NODES.has(waits) ? sent.at : null;
-  ctx.run = { ...ctx.run, questionSentAt };
-  await updateActiveRun(ctx.db, ctx.run.id, {
-    awaitingMessageId: null,
-    questionSentAt,
-    lastActivityAt: ctx.run.lastActivityAt,
-  });
-  await event(ctx, "message_sent", key, {
+  patchRun(ctx, { awaitingMessageId: null, questionSentAt, lastActivityAt: ctx.deps.now() });
+  event(ctx, "message_sent", key, {
     message_id: sent.messageId,
     upstream_message_id: sent.upstreamId,
     type: sent.type,
@@ -329,8 +347,7 @@ async function enterWait(ctx: RunContext, key: string, config: Record<string, un
     );
   }
   const resumeAt = new Date(ctx.deps.now().getTime() + minutes * 60_000);
-  ctx.run = { ...ctx.run, resumeAt };
-  await updateActiveRun(ctx.db, ctx.run.id, { resumeAt });
+  patchRun(ctx, { resumeAt });
   await scheduleResume(ctx.db, { run: ctx.run, contact: ctx.contact, nodeKey: key, at: resumeAt });
 }
 
@@ -338,15 +355,9 @@ async function enterWait(ctx: RunContext, key: string, config: Record<string, un
 export async function resumeAfterWait(ctx: RunContext, nodeKey: string): Promise<"resumed" | "stale"> {
   if (ctx.run.currentNodeKey !== nodeKey || ctx.run.resumeAt === null) return "stale";
   const node = await loadNode(ctx, nodeKey);
-  ctx.run = { ...ctx.run, resumeAt: null, lastActivityAt: ctx.deps.now() };
-  await updateActiveRun(ctx.db, ctx.run.id, { resumeAt: null, lastActivityAt: ctx.run.lastActivityAt });
+  patchRun(ctx, { resumeAt: null, lastActivityAt: ctx.deps.now() });
   if (node?.nodeType !== "wait") {
-    await failRun(
-      ctx,
-      "node_missing",
-      `Node "${nodeKey}" is no longer a wait node (the flow was edited)`,
-      nodeKey,
-    );
+    failRun(ctx, "node_missing", `Node "${nodeKey}" is no longer a wait node (the flow was edited)`, nodeKey);
     return "resumed";
   }
   await walk(ctx, node.config.next_node_key, nodeKey);
@@ -361,8 +372,7 @@ async function enterWaiting(
   config: Record<string, unknown>,
   repromptCount: number,
 ) {
-  ctx.run = { ...ctx.run, repromptCount, lastActivityAt: ctx.deps.now() };
-  await updateActiveRun(ctx.db, ctx.run.id, { repromptCount, lastActivityAt: ctx.run.lastActivityAt });
+  patchRun(ctx, { repromptCount, lastActivityAt: ctx.deps.now() });
   await sendNode(ctx, nodeKey, nodeType, config);
 }
 
@@ -401,7 +411,7 @@ async function handOff(
       assignee = member?.userId ?? null;
     }
   }
-  await finish(ctx, "handed_off", input.reason, nodeKey);
+  finish(ctx, "handed_off", input.reason, nodeKey);
   if (ctx.run.conversationId) {
     await ctx.db
       .update(conversations)
@@ -415,7 +425,7 @@ async function handOff(
         and(eq(conversations.id, ctx.run.conversationId), eq(conversations.accountId, ctx.run.accountId)),
       );
   }
-  await event(ctx, "handoff", nodeKey, {
+  event(ctx, "handoff", nodeKey, {
     reason: input.reason,
     note: input.note,
     assigned_to: assignee,
@@ -456,7 +466,7 @@ export async function answer(ctx: RunContext, message: InboundInput): Promise<"a
   const key = ctx.run.currentNodeKey;
   const node = key ? await loadNode(ctx, key) : null;
   if (!key || !node) {
-    await failRun(ctx, "node_missing", `Node "${key ?? ""}" does not exist (the flow was edited)`, key);
+    failRun(ctx, "node_missing", `Node "${key ?? ""}" does not exist (the flow was edited)`, key);
     return "advanced";
   }
   if (!WAITING_NODES.has(node.nodeType)) {
@@ -466,18 +476,13 @@ export async function answer(ctx: RunContext, message: InboundInput): Promise<"a
   }
   const found = readAnswer(node.nodeType, node.config, message);
   if (typeof found === "string") {
-    await failRun(ctx, "invalid_node", `Node "${key}": ${found}`, key);
+    failRun(ctx, "invalid_node", `Node "${key}": ${found}`, key);
     return "advanced";
   }
   if (found) {
     const vars = found.vars ? { ...ctx.run.vars, ...found.vars } : ctx.run.vars;
-    ctx.run = { ...ctx.run, vars, repromptCount: 0, lastActivityAt: ctx.deps.now() };
-    await updateActiveRun(ctx.db, ctx.run.id, {
-      vars,
-      repromptCount: 0,
-      lastActivityAt: ctx.run.lastActivityAt,
-    });
-    await event(ctx, "reply_received", key, { message_id: message.id, ...found.payload });
+    patchRun(ctx, { vars, repromptCount: 0, lastActivityAt: ctx.deps.now() });
+    event(ctx, "reply_received", key, { message_id: message.id, ...found.payload });
     await walk(ctx, found.next, key);
     return "advanced";
   }
@@ -497,10 +502,10 @@ async function applyFallback(
     `Flow "${ctx.flow.name}" handed the conversation over: ${why} at step "${key}".`;
   switch (policy.on_unknown_reply) {
     case "ignore":
-      await event(ctx, "fallback_fired", key, { ...base, action: "ignore" });
+      event(ctx, "fallback_fired", key, { ...base, action: "ignore" });
       return "ignored";
     case "handoff":
-      await event(ctx, "fallback_fired", key, { ...base, action: "handoff" });
+      event(ctx, "fallback_fired", key, { ...base, action: "handoff" });
       await handOff(ctx, key, {
         note: handoffNote("the customer's answer was not one the flow expects"),
         assignTo: undefined,
@@ -510,7 +515,7 @@ async function applyFallback(
     default: {
       if (ctx.run.repromptCount < policy.max_reprompts) {
         const attempt = ctx.run.repromptCount + 1;
-        await event(ctx, "fallback_fired", key, {
+        event(ctx, "fallback_fired", key, {
           ...base,
           action: "reprompt",
           attempt,
@@ -519,13 +524,13 @@ async function applyFallback(
         await enterWaiting(ctx, key, nodeType, config, attempt);
         return "advanced";
       }
-      await event(ctx, "fallback_fired", key, {
+      event(ctx, "fallback_fired", key, {
         ...base,
         action: policy.on_exhaust,
         reason: "reprompts_exhausted",
       });
       if (policy.on_exhaust === "end") {
-        await finish(ctx, "completed", "reprompts_exhausted", key);
+        finish(ctx, "completed", "reprompts_exhausted", key);
       } else {
         await handOff(ctx, key, {
           note: handoffNote(`no valid answer after ${policy.max_reprompts} reprompts`),
@@ -539,21 +544,20 @@ async function applyFallback(
 }
 
 /**
- * Runs work on a run; a run that vanished (its flow was deleted) or ended
- * under it is reported, and any other failure ends the run `failed` before it
- * is rethrown, so no run is left half-advanced and active.
+ * Runs an advance and writes what it changed on the run (one statement). A
+ * run that vanished (its flow was deleted) or ended under it is reported, and
+ * any other failure ends the run `failed` before it is rethrown, so no run is
+ * left half-advanced and active.
  */
 export async function guardRun<T>(ctx: RunContext, work: () => Promise<T>): Promise<T | "run_gone"> {
   try {
-    return await work();
+    const result = await work();
+    await writeRun(ctx.db, ctx.run.id, ctx.writes);
+    return result;
   } catch (error) {
     if (error instanceof RunGone) return "run_gone";
-    await failRun(
-      ctx,
-      "internal_error",
-      "The run stopped on an internal error",
-      ctx.run.currentNodeKey,
-    ).catch(() => undefined);
+    failRun(ctx, "internal_error", "The run stopped on an internal error", ctx.run.currentNodeKey);
+    await writeRun(ctx.db, ctx.run.id, ctx.writes).catch(() => undefined);
     throw error;
   }
 }

@@ -37,16 +37,20 @@ export async function queueBotMessage(
     steps: number;
     now: Date;
     readMessageId: string | null;
+    /** The channel's number, when the caller knows it already. */
+    phoneNumberId?: string;
   },
 ): Promise<Queued> {
   const { run } = input;
   if (!run.conversationId) {
     return { ok: false, reason: "send_failed", message: "The run has no conversation to write to" };
   }
-  const [config] = await db
-    .select({ phoneNumberId: messagingConfigs.phoneNumberId })
-    .from(messagingConfigs)
-    .where(eq(messagingConfigs.accountId, run.accountId));
+  const [config] = input.phoneNumberId
+    ? [{ phoneNumberId: input.phoneNumberId }]
+    : await db
+        .select({ phoneNumberId: messagingConfigs.phoneNumberId })
+        .from(messagingConfigs)
+        .where(eq(messagingConfigs.accountId, run.accountId));
   if (!config) {
     return {
       ok: false,

@@ -1,16 +1,16 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { DbOrTx } from "../../db/client.js";
-import { pgErrorCode } from "../../db/errors.js";
 import * as schema from "../../db/schema/index.js";
-import { flowRunEvents, flowRuns } from "../../db/schema/index.js";
+import { type flowRunEvents, flowRuns } from "../../db/schema/index.js";
 
 /**
- * Writes of one run. Each is its own statement, guarded by `status = 'active'`,
- * so the runner never holds a lock that a flow deletion (which cascades to its
- * runs) or the timeout sweep would wait on: when the row has vanished or ended
- * under it, the write throws RunGone and the advance stops there.
+ * Writes of one run. An advance changes its run in memory (RunContext.run)
+ * and keeps the changes and the run's events in a RunWrites; `writeRun` then
+ * puts them in the database in one statement at the end of the advance. The
+ * advance holds the run's row from its start (see `lockActiveRun`; a run it
+ * starts is its own insert), so nothing can end or delete the run in between.
  */
 
 export type RunRow = typeof flowRuns.$inferSelect;
@@ -38,95 +38,118 @@ export class RunGone extends Error {
   }
 }
 
-const FOREIGN_KEY_VIOLATION = "23503";
+/** The columns an advance changes. */
+export type RunPatch = Partial<
+  Pick<
+    RunRow,
+    | "status"
+    | "currentNodeKey"
+    | "vars"
+    | "repromptCount"
+    | "endReason"
+    | "lastActivityAt"
+    | "endedAt"
+    | "awaitingMessageId"
+    | "questionSentAt"
+    | "resumeAt"
+  >
+>;
 
-export async function addRunEvent(
-  db: DbOrTx,
-  run: Pick<RunRow, "id" | "flowId">,
-  event: { type: RunEventType; nodeKey?: string | null; payload?: Record<string, unknown>; at: Date },
-) {
-  try {
-    await db.insert(flowRunEvents).values({
-      runId: run.id,
-      flowId: run.flowId,
-      eventType: event.type,
-      nodeKey: event.nodeKey ?? null,
-      payload: event.payload ?? {},
-      createdAt: event.at,
-    });
-  } catch (error) {
-    if (pgErrorCode(error) === FOREIGN_KEY_VIOLATION) throw new RunGone();
-    throw error;
-  }
+export interface PendingRunEvent {
+  type: RunEventType;
+  nodeKey: string | null;
+  payload: Record<string, unknown>;
+  at: Date;
 }
 
-/** Changes an active run; RunGone when it is no longer there to change. */
-export async function updateActiveRun(
-  db: DbOrTx,
-  runId: string,
-  patch: Partial<
-    Pick<
-      RunRow,
-      | "currentNodeKey"
-      | "vars"
-      | "repromptCount"
-      | "lastActivityAt"
-      | "awaitingMessageId"
-      | "questionSentAt"
-      | "resumeAt"
-    >
-  >,
-) {
-  const rows = await db
-    .update(flowRuns)
-    .set(patch)
-    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active")))
-    .returning({ id: flowRuns.id });
-  if (rows.length === 0) throw new RunGone();
+/** What an advance has changed on its run and not yet written. */
+export interface RunWrites {
+  patch: RunPatch;
+  events: PendingRunEvent[];
+}
+
+export const noRunWrites = (): RunWrites => ({ patch: {}, events: [] });
+
+const PATCH_COLUMNS: Record<keyof RunPatch, string> = {
+  status: "status",
+  currentNodeKey: "current_node_key",
+  vars: "vars",
+  repromptCount: "reprompt_count",
+  endReason: "end_reason",
+  lastActivityAt: "last_activity_at",
+  endedAt: "ended_at",
+  awaitingMessageId: "awaiting_message_id",
+  questionSentAt: "question_sent_at",
+  resumeAt: "resume_at",
+};
+
+function patchValue(key: keyof RunPatch, value: unknown) {
+  if (value === null || value === undefined) return sql`null`;
+  if (value instanceof Date) return sql`${value.toISOString()}::timestamptz`;
+  if (key === "vars") return sql`${JSON.stringify(value)}::jsonb`;
+  if (key === "repromptCount") return sql`${value}::integer`;
+  if (key === "awaitingMessageId") return sql`${value}::uuid`;
+  return sql`${value}::text`;
 }
 
 /**
- * Moves an active run to a node and records its `node_entered` event, in one
- * statement (the walk's most frequent write); RunGone when the run is no
- * longer active.
+ * Writes an advance's changes and events in one statement, the run's still
+ * `active` row being the condition for both; RunGone when it no longer is
+ * (only possible for a run the advance did not lock). Clears `writes`.
  */
-export async function enterNode(
-  db: DbOrTx,
-  run: Pick<RunRow, "id">,
-  node: { key: string; type: string; at: Date },
-) {
-  const { rows } = await db.execute(sql`
-    with moved as (
-      update flow_runs set current_node_key = ${node.key}, last_activity_at = ${node.at}::timestamptz
-       where id = ${run.id} and status = 'active'
-      returning id, flow_id)
-    insert into flow_run_events (run_id, flow_id, event_type, node_key, payload, created_at)
-    select id, flow_id, 'node_entered', ${node.key}::text,
-           ${JSON.stringify({ node_type: node.type })}::jsonb, ${node.at}::timestamptz
-      from moved
-    returning run_id`);
-  if (rows.length === 0) throw new RunGone();
+export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Promise<void> {
+  const keys = (Object.keys(writes.patch) as Array<keyof RunPatch>).filter(
+    (key) => writes.patch[key] !== undefined,
+  );
+  if (keys.length === 0 && writes.events.length === 0) return;
+  const target = keys.length
+    ? sql`update flow_runs set ${sql.join(
+        keys.map((key) => sql`${sql.raw(PATCH_COLUMNS[key])} = ${patchValue(key, writes.patch[key])}`),
+        sql`, `,
+      )} where id = ${runId} and status = 'active' returning id, flow_id`
+    : sql`select id, flow_id from flow_runs where id = ${runId} and status = 'active'`;
+  const events = JSON.stringify(
+    writes.events.map((e) => ({
+      type: e.type,
+      node_key: e.nodeKey,
+      payload: e.payload,
+      at: e.at.toISOString(),
+    })),
+  );
+  const { rows } = await db.execute<{ n: number }>(sql`
+    with run as (${target}),
+    events as (
+      insert into flow_run_events (run_id, flow_id, event_type, node_key, payload, created_at)
+      select run.id, run.flow_id, e.type, e.node_key, e.payload, e.at
+        from run, rows from (jsonb_to_recordset(${events}::jsonb)
+                               as (type text, node_key text, payload jsonb, at timestamptz))
+                  with ordinality as e(type, node_key, payload, at, ord)
+       order by e.ord
+      returning 1)
+    select count(*)::int as n from run`);
+  writes.patch = {};
+  writes.events = [];
+  if ((rows[0]?.n ?? 0) === 0) throw new RunGone();
 }
 
-/** Ends an active run; RunGone when it already ended or vanished. */
-export async function endActiveRun(
-  db: DbOrTx,
-  runId: string,
-  end: { status: Exclude<RunStatus, "active">; reason: string; at: Date },
-) {
-  const rows = await db
-    .update(flowRuns)
-    .set({
-      status: end.status,
-      endReason: end.reason,
-      endedAt: end.at,
-      lastActivityAt: end.at,
-      awaitingMessageId: null,
-      resumeAt: null,
-    })
-    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active")))
-    .returning({ id: flowRuns.id });
-  if (rows.length === 0) throw new RunGone();
+/**
+ * Locks an active run's row for this transaction (its flow's row first, in
+ * key-share mode, as a flow deletion takes them in that order: the two wait
+ * for each other instead of deadlocking). The timeout sweep passes a locked
+ * run by and a deletion waits, so the advance's writes (done at its end) find
+ * the run as the advance found it.
+ */
+export const lockRunSql = (where: SQL) => sql`
+  select r.id from flow_runs r join flows f on f.id = r.flow_id
+   where ${where} and r.status = 'active'
+  for key share of f for no key update of r`;
+
+/** The run, if still active, locked (see lockRunSql). */
+export async function lockActiveRun(db: DbOrTx, runId: string): Promise<RunRow | null> {
+  const { rows } = await db.execute(lockRunSql(sql`r.id = ${runId}`));
+  if (rows.length === 0) return null;
+  const [run] = await db.select().from(flowRuns).where(eq(flowRuns.id, runId));
+  return run ?? null;
 }
 
 /** The contact's active run, if any. */

@@ -1,10 +1,10 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
 import { contextFor } from "../../flows/runner/dispatch.js";
 import { continueAfterSend, failRun, guardRun } from "../../flows/runner/engine.js";
 import { type BotSendPayload, SEND_BOT_MESSAGE_TASK } from "../../flows/runner/send.js";
-import { withContactLock } from "../../flows/runner/store.js";
+import { lockActiveRun, withContactLock } from "../../flows/runner/store.js";
 import { customerQueue } from "../../messaging/webhook-payload.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../../upstream/graph.js";
 import { addJob } from "../queue.js";
@@ -76,13 +76,7 @@ async function send(payload: BotSendPayload, deps: AppDeps) {
   const attempt = payload.attempt ?? 1;
   const { db } = deps;
 
-  const [claimed] = await db
-    .update(messages)
-    .set({ sendStartedAt: deps.now() })
-    .where(
-      and(eq(messages.id, payload.messageId), eq(messages.status, "pending"), isNull(messages.sendStartedAt)),
-    )
-    .returning();
+  const claimed = await claimSend(deps, payload);
   if (!claimed) {
     const [seen] = await db.select().from(messages).where(eq(messages.id, payload.messageId));
     if (seen?.status === "pending") {
@@ -96,7 +90,7 @@ async function send(payload: BotSendPayload, deps: AppDeps) {
     return;
   }
 
-  const target = await sendTarget(deps, payload);
+  const target = sendTarget(deps, payload, claimed);
   if (!target.ok) {
     await recordFailure(deps, payload, { message: target.problem }, target.reason);
     return;
@@ -165,8 +159,8 @@ async function send(payload: BotSendPayload, deps: AppDeps) {
         .update(messages)
         .set({ status: "sent", messageId: upstreamId, updatedAt: sentAt })
         .where(eq(messages.id, payload.messageId));
-      const [run] = await tx.select().from(flowRuns).where(eq(flowRuns.id, payload.runId));
-      if (run?.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
+      const run = await lockActiveRun(tx, payload.runId);
+      if (run?.awaitingMessageId !== payload.messageId) return;
       const ctx = await contextFor(tx, deps, run);
       if (!ctx) return;
       ctx.steps = payload.steps;
@@ -188,25 +182,50 @@ type Target =
     }
   | { ok: false; problem: string; reason: string };
 
+interface Claimed {
+  accountId: string;
+  type: string;
+  text: string | null;
+  payload: unknown;
+  /** Where it goes, as found when claimed (null: the conversation is gone). */
+  contactId: string | null;
+  phone: string | null;
+  waId: string | null;
+  runStatus: string | null;
+  awaiting: string | null;
+  phoneNumberId: string | null;
+  accessToken: string | null;
+}
+
+/**
+ * Marks the message as being sent (committed before the upstream call) and
+ * reads where it goes, in one statement; null when it is not `pending` or a
+ * send of it had already started.
+ */
+async function claimSend(deps: AppDeps, payload: BotSendPayload): Promise<Claimed | null> {
+  const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(sql`
+    with claimed as (
+      update ${messages} set send_started_at = ${deps.now().toISOString()}::timestamptz
+       where id = ${payload.messageId} and status = 'pending' and send_started_at is null
+      returning account_id, conversation_id, type, text, payload
+    )
+    select c.account_id as "accountId", c.type, c.text, c.payload,
+           k.id as "contactId", k.phone, k.wa_id as "waId",
+           r.status as "runStatus", r.awaiting_message_id as "awaiting",
+           mc.phone_number_id as "phoneNumberId", mc.access_token as "accessToken"
+      from claimed c
+      left join ${conversations} v on v.id = c.conversation_id
+      left join ${contacts} k on k.id = v.contact_id
+      left join ${flowRuns} r on r.id = ${payload.runId}
+      left join ${messagingConfigs} mc on mc.account_id = c.account_id`);
+  return rows[0] ?? null;
+}
+
 /** Where the message goes, checked again at send time: the run, the channel, the number. */
-async function sendTarget(deps: AppDeps, payload: BotSendPayload): Promise<Target> {
-  const [row] = await deps.db
-    .select({
-      runStatus: flowRuns.status,
-      awaiting: flowRuns.awaitingMessageId,
-      contactId: contacts.id,
-      phone: contacts.phone,
-      waId: contacts.waId,
-      phoneNumberId: messagingConfigs.phoneNumberId,
-      accessToken: messagingConfigs.accessToken,
-    })
-    .from(messages)
-    .innerJoin(conversations, eq(conversations.id, messages.conversationId))
-    .innerJoin(contacts, eq(contacts.id, conversations.contactId))
-    .leftJoin(flowRuns, eq(flowRuns.id, payload.runId))
-    .leftJoin(messagingConfigs, eq(messagingConfigs.accountId, messages.accountId))
-    .where(eq(messages.id, payload.messageId));
-  if (!row) return { ok: false, problem: "The conversation no longer exists", reason: "send_failed" };
+function sendTarget(deps: AppDeps, payload: BotSendPayload, row: Claimed): Target {
+  if (!row.contactId || !row.waId) {
+    return { ok: false, problem: "The conversation no longer exists", reason: "send_failed" };
+  }
   if (row.runStatus !== "active" || row.awaiting !== payload.messageId) {
     return {
       ok: false,
@@ -259,11 +278,11 @@ async function recordFailure(
     deps.pool,
     { accountId: message.accountId, contactId: conversation.contactId },
     async (tx) => {
-      const [run] = await tx.select().from(flowRuns).where(eq(flowRuns.id, payload.runId));
-      if (run?.status !== "active" || run.awaitingMessageId !== payload.messageId) return;
+      const run = await lockActiveRun(tx, payload.runId);
+      if (run?.awaitingMessageId !== payload.messageId) return;
       const ctx = await contextFor(tx, deps, run);
       if (!ctx) return;
-      await guardRun(ctx, () =>
+      await guardRun(ctx, async () =>
         failRun(ctx, reason, error.message, run.currentNodeKey, {
           upstream: error,
           message_id: payload.messageId,
