@@ -2,6 +2,12 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
+import {
+  type RunnerLook,
+  type RunnerLookRow,
+  runnerLookColumns,
+  toRunnerLook,
+} from "../flows/runner/look.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
 import { addJob } from "../jobs/queue.js";
 import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
@@ -31,6 +37,8 @@ export interface InboundMessageStored {
   /** The number it was sent to, and the conversation's window start as storing it left it (when known). */
   phoneNumberId?: string;
   customerMessageAt?: Date | null;
+  /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
+  look?: RunnerLook;
 }
 
 export interface StoredChange {
@@ -124,14 +132,16 @@ async function storeMessage(
   const customerAt = message.timestamp ?? createdAt;
   const media = message.media ? { ...message.media, status: "pending" } : null;
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
-  const { rows } = await db.execute<{
-    contact_id: string;
-    conversation_id: string;
-    has_inbound: boolean;
-    customer_message_at: Date | string | null;
-    message_id: string | null;
-    inserted: boolean;
-  }>(sql`
+  const { rows } = await db.execute<
+    {
+      contact_id: string;
+      conversation_id: string;
+      has_inbound: boolean;
+      customer_message_at: Date | string | null;
+      message_id: string | null;
+      inserted: boolean;
+    } & RunnerLookRow
+  >(sql`
     with contact as (
       insert into ${contacts} (account_id, wa_id, name, phone)
       values (${accountId}, ${message.from}, ${change.profiles.get(message.from) ?? null},
@@ -176,7 +186,8 @@ async function storeMessage(
            coalesce((select id from message),
                     (select id from ${messages} where account_id = ${accountId}
                        and message_id = ${message.upstreamId})) as message_id,
-           exists (select 1 from message) as inserted
+           exists (select 1 from message) as inserted,
+           ${runnerLookColumns(accountId, sql`(select id from contact)`)}
     from conversation`);
   const row = rows[0];
   if (!row?.message_id) return null;
@@ -190,6 +201,7 @@ async function storeMessage(
     text: message.text,
     phoneNumberId: change.phoneNumberId,
     customerMessageAt: row.customer_message_at === null ? null : new Date(row.customer_message_at),
+    look: toRunnerLook(row),
     inserted: row.inserted,
   };
 }

@@ -25,6 +25,7 @@ import {
   type RunnerDeps,
   walk,
 } from "./engine.js";
+import { type RunnerLook, type RunnerLookRow, runnerLookColumns, toRunnerLook } from "./look.js";
 import { matchesKeyword, readKeywordTrigger } from "./rules.js";
 import { findActiveRun, lockRunSql, noRunWrites, type RunRow, withContactLock } from "./store.js";
 
@@ -66,7 +67,7 @@ export async function offerInboundMessage(
   deps: RunnerDeps,
   event: InboundMessageStored,
 ): Promise<DispatchOutcome> {
-  const seen = await runOrTriggers(deps.db, event);
+  const seen = event.look ?? (await lookBeforeLock(deps.db, event));
   // Most messages neither advance a run nor start one: settle those without the
   // contact's lock or a receipt. (Had another message started a run meanwhile,
   // this one arrived while the contact was free and would lose that race anyway.)
@@ -86,19 +87,12 @@ export async function offerInboundMessage(
   });
 }
 
-/** The contact's active run, if any, and the account's active flows' triggers: one look. */
-async function runOrTriggers(db: DbOrTx, event: InboundMessageStored) {
-  const { rows } = await db.execute<{
-    run_id: string | null;
-    flows: Array<{ triggerType: FlowRow["triggerType"]; triggerConfig: unknown }>;
-  }>(sql`
-    select (select id from ${flowRuns} where account_id = ${event.accountId}
-              and contact_id = ${event.contactId} and status = 'active') as run_id,
-           coalesce((select json_agg(json_build_object('triggerType', trigger_type, 'triggerConfig', trigger_config))
-                       from ${flows} where account_id = ${event.accountId} and status = 'active'),
-                    '[]'::json) as flows`);
-  const row = rows[0];
-  return { runId: row?.run_id ?? null, flows: row?.flows ?? [] };
+/** The look before the lock (see RunnerLook), when storing the message did not take it. */
+async function lookBeforeLock(db: DbOrTx, event: InboundMessageStored): Promise<RunnerLook> {
+  const { rows } = await db.execute<RunnerLookRow>(
+    sql`select ${runnerLookColumns(event.accountId, sql`${event.contactId}::uuid`)}`,
+  );
+  return rows[0] ? toRunnerLook(rows[0]) : { runId: null, flows: [] };
 }
 
 /**
