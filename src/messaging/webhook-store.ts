@@ -42,6 +42,8 @@ export interface InboundMessageStored {
 }
 
 export interface StoredChange {
+  /** No account has the change's phone number: nothing was stored. */
+  unknownNumber?: true;
   /**
    * Customer messages of this change, including those an earlier delivery
    * already stored (the runner's receipts keep it from acting twice; a job
@@ -58,22 +60,40 @@ interface Thread {
 }
 
 /**
- * Stores one change of a webhook batch in one transaction: messages (once per
- * upstream id, however often and however concurrently Meta delivers them),
- * customer reactions and status updates of outbound messages.
+ * Stores one change of a webhook batch, for the account whose channel has
+ * the change's phone number: messages (once per upstream id, however often
+ * and however concurrently Meta delivers them), customer reactions and status
+ * updates of outbound messages, all or nothing.
  */
 export async function storeChange(
+  db: Db,
+  input: { change: WebhookChange; now: () => Date },
+): Promise<StoredChange> {
+  const { change } = input;
+  const [only] = change.items;
+  // What Meta sends most: one message and nothing else. Its one statement (which also finds the
+  // account) is atomic on its own (a media message also adds its download job, so it takes the
+  // transaction below).
+  if (change.items.length === 1 && only?.kind === "message" && !only.media && change.statuses.length === 0) {
+    const stored = await withDeadlockRetry(() =>
+      storeMessage(db, { phoneNumberId: change.phoneNumberId }, only, change, input.now),
+    );
+    if (stored === "unknown_number") return { unknownNumber: true, inbound: [], notes: [] };
+    return { inbound: stored ? [stored] : [], notes: [] };
+  }
+  const [owner] = await db
+    .select({ accountId: messagingConfigs.accountId })
+    .from(messagingConfigs)
+    .where(eq(messagingConfigs.phoneNumberId, change.phoneNumberId));
+  if (!owner) return { unknownNumber: true, inbound: [], notes: [] };
+  return storeInTransaction(db, { ...input, accountId: owner.accountId });
+}
+
+function storeInTransaction(
   db: Db,
   input: { accountId: string; change: WebhookChange; now: () => Date },
 ): Promise<StoredChange> {
   const { change } = input;
-  const [only] = change.items;
-  // What Meta sends most: one message and nothing else. Its one statement is atomic on its own
-  // (a media message also adds its download job, so it takes the transaction below).
-  if (change.items.length === 1 && only?.kind === "message" && !only.media && change.statuses.length === 0) {
-    const stored = await withDeadlockRetry(() => storeMessage(db, input.accountId, only, change, input.now));
-    return { inbound: stored ? [stored] : [], notes: [] };
-  }
   return withDeadlockRetry(() =>
     db.transaction(async (tx) => {
       const result: StoredChange = { inbound: [], notes: [] };
@@ -94,7 +114,9 @@ export async function storeChange(
           if (note) result.notes.push(`reaction ${item.upstreamId}: ${note}`);
           continue;
         }
-        const stored = await storeMessage(tx, input.accountId, item, change, input.now);
+        const found = await storeMessage(tx, { accountId: input.accountId }, item, change, input.now);
+        // (The account is given here: its number cannot be unknown.)
+        const stored = found === "unknown_number" ? null : found;
         if (stored) result.inbound.push(stored);
         // The file's URL expires 5 minutes after Meta hands it out: fetch it at once, in a job
         // that exists exactly when the message does.
@@ -122,11 +144,16 @@ export async function storeChange(
  */
 async function storeMessage(
   db: DbOrTx,
-  accountId: string,
+  owner: { accountId: string } | { phoneNumberId: string },
   message: InboundMessage,
   change: WebhookChange,
   now: () => Date,
-): Promise<(InboundMessageStored & { inserted: boolean }) | null> {
+): Promise<(InboundMessageStored & { inserted: boolean }) | "unknown_number" | null> {
+  const ownerSql =
+    "accountId" in owner
+      ? sql`select ${owner.accountId}::uuid as account_id`
+      : sql`select account_id from ${messagingConfigs} where phone_number_id = ${owner.phoneNumberId}`;
+  const accountId = sql`(select account_id from owner)`;
   const createdAt = nextMessageTime(now());
   // The window runs from Meta's time of the message; our clock only when Meta gave none.
   const customerAt = message.timestamp ?? createdAt;
@@ -134,6 +161,7 @@ async function storeMessage(
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
   const { rows } = await db.execute<
     {
+      account_id: string;
       contact_id: string;
       conversation_id: string;
       has_inbound: boolean;
@@ -142,10 +170,12 @@ async function storeMessage(
       inserted: boolean;
     } & RunnerLookRow
   >(sql`
-    with contact as (
+    with owner as (${ownerSql}),
+    contact as (
       insert into ${contacts} (account_id, wa_id, name, phone)
-      values (${accountId}, ${message.from}, ${change.profiles.get(message.from) ?? null},
-              ${toUpstreamPhone(message.from)})
+      select owner.account_id, ${message.from}, ${change.profiles.get(message.from) ?? null},
+             ${toUpstreamPhone(message.from)}
+        from owner
       on conflict (account_id, wa_id) do update
         set name = coalesce(excluded.name, contacts.name), updated_at = ${now()}
       returning id
@@ -181,7 +211,8 @@ async function storeMessage(
       on conflict (account_id, message_id) do nothing
       returning id
     )
-    select (select id from contact) as contact_id, conversation.id as conversation_id, conversation.has_inbound,
+    select (select account_id from owner) as account_id, (select id from contact) as contact_id,
+           conversation.id as conversation_id, conversation.has_inbound,
            conversation.customer_message_at,
            coalesce((select id from message),
                     (select id from ${messages} where account_id = ${accountId}
@@ -190,9 +221,10 @@ async function storeMessage(
            ${runnerLookColumns(accountId, sql`(select id from contact)`)}
     from conversation`);
   const row = rows[0];
-  if (!row?.message_id) return null;
+  if (!row) return "unknown_number";
+  if (!row.message_id) return null;
   return {
-    accountId,
+    accountId: row.account_id,
     contactId: row.contact_id,
     conversationId: row.conversation_id,
     messageId: row.message_id,

@@ -14,7 +14,7 @@ export interface RunnerLook {
 }
 
 /** The look's two columns, `look_run_id` and `look_flows`, for an account and a contact (SQL expressions). */
-export const runnerLookColumns = (accountId: string, contactId: SQL) => sql`
+export const runnerLookColumns = (accountId: string | SQL, contactId: SQL) => sql`
   (select id from flow_runs where account_id = ${accountId} and contact_id = ${contactId}
      and status = 'active') as look_run_id,
   coalesce((select json_agg(json_build_object('triggerType', trigger_type, 'triggerConfig', trigger_config))

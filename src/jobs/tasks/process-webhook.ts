@@ -1,6 +1,4 @@
-import { inArray } from "drizzle-orm";
 import { pgErrorCode } from "../../db/errors.js";
-import { messagingConfigs } from "../../db/schema/index.js";
 import { offerInboundMessage } from "../../flows/runner/dispatch.js";
 import { readWebhookBatch } from "../../messaging/webhook-payload.js";
 import { applyTemplateUpdates, storeChange } from "../../messaging/webhook-store.js";
@@ -20,24 +18,14 @@ export const processWebhook: Task = async (payload, deps) => {
   for (const problem of batch.problems) log.warn({ problem }, "webhook part skipped");
   await applyTemplateUpdates(db, batch.templateUpdates, deps.now());
 
-  const phoneNumberIds = [...new Set(batch.changes.map((c) => c.phoneNumberId))];
-  const owners = phoneNumberIds.length
-    ? await db
-        .select({ accountId: messagingConfigs.accountId, phoneNumberId: messagingConfigs.phoneNumberId })
-        .from(messagingConfigs)
-        .where(inArray(messagingConfigs.phoneNumberId, phoneNumberIds))
-    : [];
-  const accountOf = new Map(owners.map((o) => [o.phoneNumberId, o.accountId]));
-
   let failed = 0;
   for (const change of batch.changes) {
-    const accountId = accountOf.get(change.phoneNumberId);
-    if (!accountId) {
-      log.info({ at: change.at }, "webhook change for an unknown phone number ignored");
-      continue;
-    }
     try {
-      const result = await storeChange(db, { accountId, change, now: deps.now });
+      const result = await storeChange(db, { change, now: deps.now });
+      if (result.unknownNumber) {
+        log.info({ at: change.at }, "webhook change for an unknown phone number ignored");
+        continue;
+      }
       for (const note of result.notes) log.info({ at: change.at, note }, "webhook part skipped");
       for (const message of result.inbound) await offerInboundMessage(deps, message);
     } catch (error) {
