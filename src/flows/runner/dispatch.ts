@@ -258,10 +258,32 @@ export async function contextFor(
   run: RunRow,
   known?: RunContext["contact"],
 ): Promise<RunContext | null> {
-  const [flow] = await db.select().from(flows).where(eq(flows.id, run.flowId));
-  const contact = known ?? (await loadContact(db, run.accountId, run.contactId));
-  if (!flow || !contact) return null;
-  return { db, deps, flow, run, writes: noRunWrites(), contact, steps: 0 };
+  if (known) {
+    const [flow] = await db.select().from(flows).where(eq(flows.id, run.flowId));
+    return flow ? { db, deps, flow, run, writes: noRunWrites(), contact: known, steps: 0 } : null;
+  }
+  const [row] = await db
+    .select({ flow: flows, contact: contacts })
+    .from(flows)
+    .innerJoin(contacts, and(eq(contacts.id, run.contactId), eq(contacts.accountId, run.accountId)))
+    .where(eq(flows.id, run.flowId));
+  if (!row) return null;
+  const { contact } = row;
+  return {
+    db,
+    deps,
+    flow: row.flow,
+    run,
+    writes: noRunWrites(),
+    contact: {
+      id: contact.id,
+      name: contact.name,
+      phone: contact.phone,
+      waId: contact.waId,
+      tags: contact.tags,
+    },
+    steps: 0,
+  };
 }
 
 type StartResult = { kind: "started"; run: RunRow } | { kind: "busy" } | { kind: "flow_gone" };

@@ -3,7 +3,7 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { DbOrTx } from "../../db/client.js";
 import * as schema from "../../db/schema/index.js";
-import { type flowRunEvents, flowRuns } from "../../db/schema/index.js";
+import { type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
 
 /**
  * Writes of one run. An advance changes its run in memory (RunContext.run)
@@ -144,11 +144,19 @@ export const lockRunSql = (where: SQL) => sql`
    where ${where} and r.status = 'active'
   for key share of f for no key update of r`;
 
-/** The run, if still active, locked (see lockRunSql). */
+/** The run, if still active, locked as lockRunSql locks it (its flow's row first). */
 export async function lockActiveRun(db: DbOrTx, runId: string): Promise<RunRow | null> {
-  const { rows } = await db.execute(lockRunSql(sql`r.id = ${runId}`));
-  if (rows.length === 0) return null;
-  const [run] = await db.select().from(flowRuns).where(eq(flowRuns.id, runId));
+  const [run] = await db
+    .select()
+    .from(flowRuns)
+    .where(
+      and(
+        eq(flowRuns.id, runId),
+        eq(flowRuns.status, "active"),
+        sql`exists (select 1 from ${flows} f where f.id = ${flowRuns.flowId} for key share)`,
+      ),
+    )
+    .for("no key update");
   return run ?? null;
 }
 
