@@ -133,18 +133,20 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
 }
 
 /**
- * Locks an active run's row for this transaction (its flow's row first, in
- * key-share mode, as a flow deletion takes them in that order: the two wait
- * for each other instead of deadlocking). The timeout sweep passes a locked
- * run by and a deletion waits, so the advance's writes (done at its end) find
- * the run as the advance found it.
+ * Locks an active run's row for this transaction, its flow's row first (in
+ * key-share mode, from the filter's subquery, which runs before the run's row
+ * is locked): a flow deletion takes them in that order, so the two wait for
+ * each other instead of deadlocking. The timeout sweep passes a locked run by
+ * and a deletion waits, so the advance's writes (done at its end) find the run
+ * as the advance found it.
  */
 export const lockRunSql = (where: SQL) => sql`
-  select r.id from flow_runs r join flows f on f.id = r.flow_id
+  select r.id from flow_runs r
    where ${where} and r.status = 'active'
-  for key share of f for no key update of r`;
+     and exists (select 1 from flows f where f.id = r.flow_id for key share)
+  for no key update of r`;
 
-/** The run, if still active, locked as lockRunSql locks it (its flow's row first). */
+/** The run, if still active, locked as lockRunSql locks it. */
 export async function lockActiveRun(db: DbOrTx, runId: string): Promise<RunRow | null> {
   const [run] = await db
     .select()
