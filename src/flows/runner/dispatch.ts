@@ -17,6 +17,7 @@ import { ApiError } from "../../http/errors.js";
 import type { InboundMessageStored } from "../../messaging/webhook-store.js";
 import {
   answer,
+  contactFacts,
   type FlowRow,
   guardRun,
   type InboundInput,
@@ -268,20 +269,13 @@ export async function contextFor(
     .innerJoin(contacts, and(eq(contacts.id, run.contactId), eq(contacts.accountId, run.accountId)))
     .where(eq(flows.id, run.flowId));
   if (!row) return null;
-  const { contact } = row;
   return {
     db,
     deps,
     flow: row.flow,
     run,
     writes: noRunWrites(),
-    contact: {
-      id: contact.id,
-      name: contact.name,
-      phone: contact.phone,
-      waId: contact.waId,
-      tags: contact.tags,
-    },
+    contact: contactFacts(row.contact),
     steps: 0,
   };
 }

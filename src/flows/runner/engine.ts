@@ -74,14 +74,22 @@ export const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_inpu
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
 
+/** What the runner uses of a contact row. */
+export const contactFacts = (row: typeof contacts.$inferSelect) => ({
+  id: row.id,
+  name: row.name,
+  phone: row.phone,
+  waId: row.waId,
+  tags: row.tags,
+  optedOut: row.optedOut,
+});
+
 export async function loadContact(db: DbOrTx, accountId: string, contactId: string) {
   const [row] = await db
     .select()
     .from(contacts)
     .where(and(eq(contacts.id, contactId), eq(contacts.accountId, accountId)));
-  return row
-    ? { id: row.id, name: row.name, phone: row.phone, waId: row.waId, tags: row.tags, optedOut: row.optedOut }
-    : null;
+  return row ? contactFacts(row) : null;
 }
 
 export interface LoadedNode {
