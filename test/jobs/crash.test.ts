@@ -61,15 +61,27 @@ const menuFlow = (keyword: string) =>
     ],
   });
 
-/** Posts one trigger from a new customer; true when the service acknowledged it. */
+/**
+ * Each customer's delivery, made once: Meta redelivers the same delivery (the
+ * same message id and timestamp) until it gets a 200. A new message in its
+ * place would be a second message from the customer, which the bot may rightly
+ * answer (a reprompt when its menu is out already).
+ */
+const deliveries = new Map<string, string>();
+
+/** Posts a customer's trigger (again, when it got no 200); true when the service acknowledged it. */
 async function trigger(target: ServiceProcess, keyword: string, from: string): Promise<boolean> {
-  const { payload } = inboundTextPayload({
-    phoneNumberId: w.phoneNumberId,
-    from,
-    name: `C${from}`,
-    text: keyword,
-  });
-  const raw = JSON.stringify(payload);
+  let raw = deliveries.get(`${keyword}:${from}`);
+  if (raw === undefined) {
+    const { payload } = inboundTextPayload({
+      phoneNumberId: w.phoneNumberId,
+      from,
+      name: `C${from}`,
+      text: keyword,
+    });
+    raw = JSON.stringify(payload);
+    deliveries.set(`${keyword}:${from}`, raw);
+  }
   try {
     const response = await fetch(`${target.url}/api/messaging/webhook`, {
       method: "POST",
@@ -211,13 +223,17 @@ describe("kill -9 of the service", () => {
         if (restarting) await restarting;
       },
     );
-    expect(acked.size).toBeGreaterThanOrEqual(100);
-    await settled();
+    try {
+      expect(acked.size).toBeGreaterThanOrEqual(100);
+      await settled();
 
-    const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), 2 * CONCURRENCY);
-    expect(await pendingMessages()).toBe(0);
-    console.log(`kill -9 twice: ${acked.size} acknowledged, ${unknown} send(s) interrupted mid-flight`);
-    await current.stop();
+      const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), 2 * CONCURRENCY);
+      expect(await pendingMessages()).toBe(0);
+      console.log(`kill -9 twice: ${acked.size} acknowledged, ${unknown} send(s) interrupted mid-flight`);
+    } finally {
+      // Not left working on the database for the next test, even when an expectation failed.
+      await current.stop();
+    }
   }, 180_000);
 });
 
@@ -242,12 +258,15 @@ describe("two instances on one database", () => {
       },
     );
     console.log(`streamed in ${Date.now() - t0} ms`);
-    await settled();
-    console.log(`settled in ${Date.now() - t0} ms`);
-    const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), CONCURRENCY);
-    expect(await pendingMessages()).toBe(0);
-    console.log(`two instances, one killed: ${acked.size} acknowledged, ${unknown} interrupted mid-flight`);
-    await b.stop();
+    try {
+      await settled();
+      console.log(`settled in ${Date.now() - t0} ms`);
+      const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), CONCURRENCY);
+      expect(await pendingMessages()).toBe(0);
+      console.log(`two instances, one killed: ${acked.size} acknowledged, ${unknown} interrupted mid-flight`);
+    } finally {
+      await b.stop();
+    }
   }, 180_000);
 });
 
