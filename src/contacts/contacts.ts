@@ -15,15 +15,6 @@ import { searchPatterns } from "../inbox/search.js";
 export const optedOutError = () =>
   new ApiError(422, "The contact has opted out: agents cannot message them", { code: "opted_out" });
 
-/** True when the contact has opted out (unknown contacts have not). */
-export async function isOptedOut(db: DbOrTx, accountId: string, contactId: string): Promise<boolean> {
-  const [row] = await db
-    .select({ optedOut: contacts.optedOut })
-    .from(contacts)
-    .where(and(eq(contacts.id, contactId), eq(contacts.accountId, accountId)));
-  return row?.optedOut ?? false;
-}
-
 const withConversation = (row: { contact: typeof contacts.$inferSelect; conversationId: string | null }) => ({
   ...toContactJson(row.contact),
   conversation_id: row.conversationId,

@@ -142,22 +142,19 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
  */
 export const lockRunSql = (where: SQL) => sql`
   select r.id from flow_runs r
-   where ${where} and r.status = 'active'
-     and exists (select 1 from flows f where f.id = r.flow_id for key share)
+   where ${where} and r.status = 'active' and ${flowLockedFirst(sql`r.flow_id`)}
   for no key update of r`;
+
+/** The filter that key-share locks the run's flow row before the run's own row is locked. */
+const flowLockedFirst = (flowId: SQL | typeof flowRuns.flowId) =>
+  sql`exists (select 1 from ${flows} f where f.id = ${flowId} for key share)`;
 
 /** The run, if still active, locked as lockRunSql locks it. */
 export async function lockActiveRun(db: DbOrTx, runId: string): Promise<RunRow | null> {
   const [run] = await db
     .select()
     .from(flowRuns)
-    .where(
-      and(
-        eq(flowRuns.id, runId),
-        eq(flowRuns.status, "active"),
-        sql`exists (select 1 from ${flows} f where f.id = ${flowRuns.flowId} for key share)`,
-      ),
-    )
+    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active"), flowLockedFirst(flowRuns.flowId)))
     .for("no key update");
   return run ?? null;
 }
