@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { MAX_FOLLOW_UPS, runFollowUps } from "../../src/jobs/follow-ups.js";
+import { MAX_FOLLOW_UPS, runFollowUps, TAKE_NEXT_JOB } from "../../src/jobs/follow-ups.js";
 import { addJob } from "../../src/jobs/queue.js";
 import type { Task } from "../../src/jobs/types.js";
 import { createTestApp, type TestApp } from "../helpers/harness.js";
@@ -121,5 +121,26 @@ describe("follow-up jobs of a held queue", () => {
     await runFollowUps({ pool: t.database.pool, tasks, deps: t.app.deps, running: () => false }, held);
     expect(ran).toEqual([]);
     expect(await jobsLeft()).toHaveLength(1);
+  });
+
+  it("finds the queue's next job with one index probe, however long the backlog of other queues", async () => {
+    // 20,000 due jobs spread over 64 other queues, as during a flood of deliveries.
+    await t.database.pool.query(
+      `select count(*) from graphile_worker.add_jobs(array(
+         select ('record', json_build_object('name', 'other' || i), 'other' || (i % 64),
+                 null, null, null, null, null)::graphile_worker.job_spec
+           from generate_series(1, 20000) i))`,
+    );
+    const held = await queue([{ task: "record", name: "mine" }]);
+    await t.database.pool.query("analyze graphile_worker._private_jobs");
+    const { rows } = await t.database.pool.query<{ "QUERY PLAN": unknown }>(
+      `explain (format json) ${TAKE_NEXT_JOB}`,
+      [held.queueId, held.workerId, ["record"]],
+    );
+    const plan = JSON.stringify(rows[0]!["QUERY PLAN"]);
+    expect(plan).toContain('"Index Name":"jobs_queue_due_idx"');
+    expect(plan).not.toContain('"Node Type":"Seq Scan"');
+    await run({ ...held });
+    expect(ran[0]).toBe("mine");
   });
 });
