@@ -251,6 +251,52 @@ describe("edits and deletion mid-run", () => {
     ).toHaveLength(0);
     expect(await activeRunCount(w, contactId)).toBe(0);
   });
+
+  it("deleting a flow while its runs advance neither deadlocks nor leaves part of an advance", async () => {
+    // Several rounds: each races twelve advances against one deletion.
+    for (let round = 0; round < 6; round++) {
+      const flowId = await keywordFlow(`del3r${round}`, menuNodes);
+      const people = Array.from({ length: 12 }, (_, i) => customer(w, `Del${round}-${i}`));
+      await Promise.all(people.map((person) => person.text(`del3r${round}`)));
+      // Each customer answers the menu with text that is no button: the advance reprompts,
+      // writing the run, its events and a bot message, while the flow and its runs are deleted.
+      const answers = await Promise.all(
+        people.map(async (person) => {
+          const { contactId, id: conversationId } = await conversationOf(w, person);
+          const reply = await insertMessage(w.t, { accountId: w.accountId, conversationId, text: "neither" });
+          return storedEvent({ contactId, conversationId }, reply);
+        }),
+      );
+      const offers = answers.map((event) => offerInboundMessage(w.t.app.deps, event));
+      // The deletion starts once the advances are under way.
+      await new Promise((resolve) => setTimeout(resolve, round));
+      const [outcomes, deleted] = await Promise.all([
+        Promise.allSettled(offers),
+        api(w, "DELETE", `/api/flows/${flowId}`),
+      ]);
+      // A deadlock would have failed one side (PostgreSQL aborts one of the two after a second).
+      expect(deleted.statusCode).toBe(200);
+      for (const outcome of outcomes) {
+        expect(outcome.status).toBe("fulfilled");
+        // no_trigger: the flow was gone when the runner first looked.
+        expect(["advanced", "run_gone", "no_trigger"]).toContain(
+          (outcome as PromiseFulfilledResult<string>).value,
+        );
+      }
+      await w.t.app.deps.jobs.drain();
+      expect(await w.t.database.db.select().from(flowRuns).where(eq(flowRuns.flowId, flowId))).toHaveLength(
+        0,
+      );
+      expect(
+        await w.t.database.db.select().from(flowRunEvents).where(eq(flowRunEvents.flowId, flowId)),
+      ).toHaveLength(0);
+    }
+    // No bot message is left pending: each reprompt was sent, or its send found the run gone.
+    const pending = (await w.t.database.db.select().from(messages)).filter(
+      (m) => m.senderType === "bot" && m.status === "pending",
+    );
+    expect(pending).toHaveLength(0);
+  });
 });
 
 describe("upstream failures", () => {
