@@ -1,5 +1,6 @@
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
+import { prepareMarkedStatements } from "./prepared.js";
 import * as schema from "./schema/index.js";
 
 // `$client` is the pool, or one pooled connection when work must stay on it (the flow runner).
@@ -19,6 +20,7 @@ export function connectDatabase(url: string, options: { max?: number } = {}): Da
   const pool = new pg.Pool({ connectionString: url, max: options.max ?? 10 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => undefined);
+  prepareMarkedStatements(pool);
   const db = drizzle(pool, { schema });
   return { url, db, pool, close: () => pool.end() };
 }

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { preparedText } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
 import type { Task } from "./types.js";
 
@@ -46,7 +47,7 @@ export interface FollowUpOptions {
  * Locks the queue's first due job for the worker ($1 queue id, $2 worker id,
  * $3 the task names this instance knows), counting the attempt.
  */
-export const TAKE_NEXT_JOB = `update graphile_worker._private_jobs as jobs
+export const TAKE_NEXT_JOB = preparedText(`update graphile_worker._private_jobs as jobs
     set attempts = jobs.attempts + 1, locked_at = now(), locked_by = $2
    from graphile_worker._private_tasks as tasks
   where jobs.id = (
@@ -56,7 +57,7 @@ export const TAKE_NEXT_JOB = `update graphile_worker._private_jobs as jobs
            limit 1
            for update skip locked)
     and tasks.id = jobs.task_id and tasks.identifier = any($3::text[])
-  returning jobs.id::text as id, tasks.identifier, jobs.payload, jobs.attempts, jobs.max_attempts`;
+  returning jobs.id::text as id, tasks.identifier, jobs.payload, jobs.attempts, jobs.max_attempts`);
 
 export async function runFollowUps(
   options: FollowUpOptions,

@@ -10,6 +10,7 @@ import {
   type WorkerEvents,
 } from "graphile-worker";
 import pg from "pg";
+import { prepareMarkedStatements } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
 import { type FollowUpOptions, runFollowUps } from "./follow-ups.js";
 import { TASKS } from "./tasks/index.js";
@@ -57,6 +58,7 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
 
   const pool = new pg.Pool({ connectionString: options.connectionString, max: options.concurrency + 2 });
   pool.on("error", () => undefined);
+  prepareMarkedStatements(pool);
 
   await reapDeadWorkers(pool, options.log);
 

@@ -1,6 +1,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
+import { prepared } from "../db/prepared.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import {
   type RunnerLook,
@@ -169,7 +170,8 @@ async function storeMessage(
       message_id: string | null;
       inserted: boolean;
     } & RunnerLookRow
-  >(sql`
+  >(
+    prepared(sql`
     with owner as (${ownerSql}),
     contact as (
       insert into ${contacts} (account_id, wa_id, name, phone)
@@ -219,7 +221,8 @@ async function storeMessage(
                        and message_id = ${message.upstreamId})) as message_id,
            exists (select 1 from message) as inserted,
            ${runnerLookColumns(accountId, sql`(select id from contact)`)}
-    from conversation`);
+    from conversation`),
+  );
   const row = rows[0];
   if (!row) return "unknown_number";
   if (!row.message_id) return null;

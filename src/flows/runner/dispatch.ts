@@ -3,6 +3,7 @@ import { and, asc, eq, sql } from "drizzle-orm";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
+import { prepared } from "../../db/prepared.js";
 import {
   contacts,
   conversations,
@@ -113,7 +114,8 @@ async function takeMessage(
     sent_at: string | null;
     upstream_id: string | null;
     taken: boolean;
-  }>(sql`
+  }>(
+    prepared(sql`
     with message as (
       select id, type, text, interactive, upstream_timestamp, message_id from ${messages}
        where id = ${event.messageId} and account_id = ${event.accountId}
@@ -126,7 +128,8 @@ async function takeMessage(
     )
     select id, type, text, interactive, upstream_timestamp::text as sent_at, message_id as upstream_id,
            exists (select 1 from taken) as taken
-      from message`);
+      from message`),
+  );
   const row = rows[0];
   if (!row) return "not_customer_message";
   if (!row.taken) return "duplicate";
@@ -196,10 +199,12 @@ async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
     tags: string[];
     opted_out: boolean;
     run_id: string | null;
-  }>(sql`
+  }>(
+    prepared(sql`
     with run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
     select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id
-      from ${contacts} where id = ${event.contactId} and account_id = ${event.accountId}`);
+      from ${contacts} where id = ${event.contactId} and account_id = ${event.accountId}`),
+  );
   const row = rows[0];
   const contact = row
     ? {

@@ -2,6 +2,7 @@ import { and, eq, type SQL, sql } from "drizzle-orm";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { DbOrTx } from "../../db/client.js";
+import { prepared } from "../../db/prepared.js";
 import * as schema from "../../db/schema/index.js";
 import { type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
 
@@ -116,7 +117,8 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
       at: e.at.toISOString(),
     })),
   );
-  const { rows } = await db.execute<{ n: number }>(sql`
+  const { rows } = await db.execute<{ n: number }>(
+    prepared(sql`
     with run as (${target}),
     events as (
       insert into flow_run_events (run_id, flow_id, event_type, node_key, payload, created_at)
@@ -126,7 +128,8 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
                   with ordinality as e(type, node_key, payload, at, ord)
        order by e.ord
       returning 1)
-    select count(*)::int as n from run`);
+    select count(*)::int as n from run`),
+  );
   writes.patch = {};
   writes.events = [];
   if ((rows[0]?.n ?? 0) === 0) throw new RunGone();

@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import { prepared } from "../../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
 import { contextFor } from "../../flows/runner/dispatch.js";
@@ -203,7 +204,8 @@ interface Claimed {
  * send of it had already started.
  */
 async function claimSend(deps: AppDeps, payload: BotSendPayload): Promise<Claimed | null> {
-  const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(sql`
+  const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(
+    prepared(sql`
     with claimed as (
       update ${messages} set send_started_at = ${deps.now().toISOString()}::timestamptz
        where id = ${payload.messageId} and status = 'pending' and send_started_at is null
@@ -217,7 +219,8 @@ async function claimSend(deps: AppDeps, payload: BotSendPayload): Promise<Claime
       left join ${conversations} v on v.id = c.conversation_id
       left join ${contacts} k on k.id = v.contact_id
       left join ${flowRuns} r on r.id = ${payload.runId}
-      left join ${messagingConfigs} mc on mc.account_id = c.account_id`);
+      left join ${messagingConfigs} mc on mc.account_id = c.account_id`),
+  );
   return rows[0] ?? null;
 }
 
