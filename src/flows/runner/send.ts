@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { DbOrTx } from "../../db/client.js";
+import { prepared } from "../../db/prepared.js";
 import { conversations, messages, messagingConfigs } from "../../db/schema/index.js";
 import { nextMessageTime } from "../../inbox/threads.js";
 import { addJob } from "../../jobs/queue.js";
@@ -67,7 +68,8 @@ export async function queueBotMessage(
   // One statement: the message, its conversation's activity (after the message, so that the
   // conversation's event shows it as the last one) and the send job, whose payload is a
   // BotSendPayload.
-  const { rows } = await db.execute<{ id: string }>(sql`
+  const { rows } = await db.execute<{ id: string }>(
+    prepared(sql`
     with message as (
       insert into ${messages} (account_id, conversation_id, direction, sender_type, type, text, payload,
                                status, created_at, updated_at)
@@ -89,7 +91,8 @@ export async function queueBotMessage(
                'readMessageId', ${input.readMessageId}::text))::json,
              queue_name := ${customerQueue(config.phoneNumberId, input.contact.waId)}::text,
              max_attempts := 3) is not null as queued
-      from message`);
+      from message`),
+  );
   const row = rows[0];
   if (!row) throw new Error("The bot message was not stored");
   return { ok: true, messageId: row.id };
