@@ -70,6 +70,11 @@ async function controlRoute(request: {
       body: { requests: sandbox.requests().filter((r) => !r.path.startsWith("/_sandbox")) },
     };
   }
+  if (method === "DELETE" && path === "/_sandbox/requests") {
+    const cleared = sandbox.requests().filter((r) => !r.path.startsWith("/_sandbox")).length;
+    sandbox.clearRequests();
+    return { status: 200, body: { cleared } };
+  }
   if (method === "POST" && path === "/_sandbox/numbers") {
     const b = (request.body ?? {}) as Record<string, unknown>;
     const phoneNumberId = str(b.phone_number_id);
@@ -207,6 +212,7 @@ async function controlRoute(request: {
 
 const HELP = [
   "GET  /_sandbox/requests                 the Graph API requests received (tokens masked)",
+  "DELETE /_sandbox/requests               forgets them (the log grows until then)",
   "POST /_sandbox/numbers                  {phone_number_id, access_token, business_account_id?, pin?}",
   "POST /_sandbox/customer/text            {from, name?, text, to_webhook?}",
   "POST /_sandbox/customer/button_reply    {from, reply_id, title, context_message_id?}",
