@@ -1,4 +1,3 @@
-import { randomInt } from "node:crypto";
 import { and, asc, eq, sql } from "drizzle-orm";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
@@ -7,8 +6,6 @@ import { prepared } from "../../db/prepared.js";
 import {
   contacts,
   conversations,
-  EXECUTION_COUNT_SHARDS,
-  flowExecutionCounts,
   flowMessageReceipts,
   flowRuns,
   flows,
@@ -81,10 +78,13 @@ export async function offerInboundMessage(
     const taken = await takeMessage(db, event);
     if (taken === "not_customer_message" || taken === "duplicate") return taken;
     const result = await offer(db, deps, event, taken, seen.runId);
-    await db
-      .update(flowMessageReceipts)
-      .set({ outcome: result.outcome, runId: result.runId })
-      .where(eq(flowMessageReceipts.messageId, taken.id));
+    // A run's advance wrote the receipt with the run's own write.
+    if (!result.receiptWritten) {
+      await db
+        .update(flowMessageReceipts)
+        .set({ outcome: result.outcome, runId: result.runId })
+        .where(eq(flowMessageReceipts.messageId, taken.id));
+    }
     return result.outcome;
   });
 }
@@ -149,7 +149,7 @@ async function offer(
   event: InboundMessageStored,
   message: InboundInput,
   seenRunId: string | null,
-): Promise<{ outcome: DispatchOutcome; runId: string | null }> {
+): Promise<{ outcome: DispatchOutcome; runId: string | null; receiptWritten?: boolean }> {
   const { contact, active } = await contactAndRun(db, event);
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
@@ -158,8 +158,13 @@ async function offer(
     if (!ctx) return { outcome: "run_gone", runId: null };
     ctx.replyTo = message.upstreamId;
     ctx.inbound = inboundFacts(event);
-    const outcome = await guardRun(ctx, () => answer(ctx, message));
-    return { outcome, runId: outcome === "run_gone" ? null : active.id };
+    const outcome = await guardRun(ctx, async () => {
+      const moved = await answer(ctx, message);
+      ctx.writes.receipt = { messageId: message.id, outcome: moved };
+      return moved;
+    });
+    if (outcome === "run_gone") return { outcome, runId: null };
+    return { outcome, runId: active.id, receiptWritten: true };
   }
 
   // An opted-out contact starts no flow.
@@ -178,10 +183,11 @@ async function offer(
       trigger: { trigger: flow.triggerType, message_id: message.id },
       replyTo: message.upstreamId,
       inbound: inboundFacts(event),
+      receiptOf: message.id,
     });
     if (started.kind === "flow_gone") continue;
     if (started.kind === "busy") return { outcome: "lost_race", runId: null };
-    return { outcome: "started", runId: started.run.id };
+    return { outcome: "started", runId: started.run.id, receiptWritten: true };
   }
   return { outcome: "no_trigger", runId: null };
 }
@@ -289,8 +295,9 @@ type StartResult = { kind: "started"; run: RunRow } | { kind: "busy" } | { kind:
 
 /**
  * Inserts the contact's run (the partial unique index refuses a second active
- * one), counts the execution and walks from the entry node. Call it holding
- * the contact's lock.
+ * one) and walks from the entry node; the walk's write counts the execution
+ * and, for a run a message started, gives the message's receipt the outcome
+ * `started`. Call it holding the contact's lock.
  */
 async function startRun(
   db: DbOrTx,
@@ -302,6 +309,8 @@ async function startRun(
     trigger: Record<string, unknown>;
     replyTo?: string | null;
     inbound?: RunContext["inbound"];
+    /** The customer message that started the run (its receipt is written with the run). */
+    receiptOf?: string;
   },
 ): Promise<StartResult> {
   const { contact } = input;
@@ -334,27 +343,19 @@ async function startRun(
     deps,
     flow: input.flow,
     run: inserted,
-    writes: { patch: {}, events: [{ type: "started", nodeKey: null, payload: input.trigger, at: now }] },
+    writes: {
+      patch: {},
+      events: [{ type: "started", nodeKey: null, payload: input.trigger, at: now }],
+      countStart: true,
+      ...(input.receiptOf ? { receipt: { messageId: input.receiptOf, outcome: "started" } } : {}),
+    },
     contact,
     steps: 0,
     replyTo: input.replyTo ?? null,
     inbound: input.inbound,
   };
   await guardRun(ctx, () => walk(ctx, input.flow.entryNodeId, null));
-  // Counted last: the counter row stays locked until the commit, so the shorter the better.
-  await countExecution(db, input.flow.id);
   return { kind: "started", run: ctx.run };
-}
-
-/** One more run of the flow, on a random one of its counter rows (see flowExecutionCounts). */
-async function countExecution(db: DbOrTx, flowId: string): Promise<void> {
-  await db
-    .insert(flowExecutionCounts)
-    .values({ flowId, shard: randomInt(EXECUTION_COUNT_SHARDS), count: 1 })
-    .onConflictDoUpdate({
-      target: [flowExecutionCounts.flowId, flowExecutionCounts.shard],
-      set: { count: sql`${flowExecutionCounts.count} + 1` },
-    });
 }
 
 /**

@@ -1,10 +1,11 @@
+import { randomInt } from "node:crypto";
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import type pg from "pg";
 import type { DbOrTx } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
 import * as schema from "../../db/schema/index.js";
-import { type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
+import { EXECUTION_COUNT_SHARDS, type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
 
 /**
  * Writes of one run. An advance changes its run in memory (RunContext.run)
@@ -67,6 +68,10 @@ export interface PendingRunEvent {
 export interface RunWrites {
   patch: RunPatch;
   events: PendingRunEvent[];
+  /** The customer message that moved the run: its receipt gets the outcome and the run. */
+  receipt?: { messageId: string; outcome: string };
+  /** The advance started the run: one more execution of its flow (see flowExecutionCounts). */
+  countStart?: boolean;
 }
 
 export const noRunWrites = (): RunWrites => ({ patch: {}, events: [] });
@@ -95,14 +100,17 @@ function patchValue(key: keyof RunPatch, value: unknown) {
 
 /**
  * Writes an advance's changes and events in one statement, the run's still
- * `active` row being the condition for both; RunGone when it no longer is
- * (only possible for a run the advance did not lock). Clears `writes`.
+ * `active` row being the condition for all of it, with the message's receipt
+ * and the flow's execution count when the advance has them (the counter row,
+ * locked until the commit, is taken last); RunGone when the run is no longer
+ * active (only possible for a run the advance did not lock). Clears `writes`.
  */
 export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Promise<void> {
   const keys = (Object.keys(writes.patch) as Array<keyof RunPatch>).filter(
     (key) => writes.patch[key] !== undefined,
   );
-  if (keys.length === 0 && writes.events.length === 0) return;
+  const { receipt, countStart } = writes;
+  if (keys.length === 0 && writes.events.length === 0 && !receipt && !countStart) return;
   const target = keys.length
     ? sql`update flow_runs set ${sql.join(
         keys.map((key) => sql`${sql.raw(PATCH_COLUMNS[key])} = ${patchValue(key, writes.patch[key])}`),
@@ -127,11 +135,30 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
                                as (type text, node_key text, payload jsonb, at timestamptz))
                   with ordinality as e(type, node_key, payload, at, ord)
        order by e.ord
-      returning 1)
+      returning 1)${
+        receipt
+          ? sql`,
+    receipt as (
+      update flow_message_receipts set outcome = ${receipt.outcome}::text, run_id = run.id
+        from run where message_id = ${receipt.messageId}::uuid
+      returning 1)`
+          : sql``
+      }${
+        countStart
+          ? sql`,
+    counted as (
+      insert into flow_execution_counts (flow_id, shard, count)
+      select run.flow_id, ${randomInt(EXECUTION_COUNT_SHARDS)}::smallint, 1 from run
+      on conflict (flow_id, shard) do update set count = flow_execution_counts.count + 1
+      returning 1)`
+          : sql``
+      }
     select count(*)::int as n from run`),
   );
   writes.patch = {};
   writes.events = [];
+  writes.receipt = undefined;
+  writes.countStart = undefined;
   if ((rows[0]?.n ?? 0) === 0) throw new RunGone();
 }
 
