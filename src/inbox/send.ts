@@ -1,15 +1,28 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
-import { messages, messagingConfigs } from "../db/schema/index.js";
+import { prepared } from "../db/prepared.js";
+import { tableRow } from "../db/rows.js";
+import { conversations, messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";
-import { nextMessageTime, touchConversation } from "./threads.js";
+import { nextMessageTime } from "./threads.js";
+
+/** A job that sends the message, added with it (its payload gets `messageId`). */
+export interface SendJob {
+  task: string;
+  payload: Record<string, unknown>;
+  queueName: string;
+  maxAttempts: number;
+}
 
 /**
  * Stores an outbound message `pending` (no upstream id yet) and moves its
- * conversation's activity. Call it in a transaction.
+ * conversation's activity, in one statement (the conversation after the
+ * message, so that the conversation's event shows it as the last one); with
+ * `sendJob`, the job that sends it too, so that the message exists exactly
+ * when its job does.
  */
 export async function insertPendingMessage(
   tx: DbOrTx,
@@ -25,34 +38,43 @@ export async function insertPendingMessage(
     id?: string;
     /** Media metadata of the message (`media` on the API). */
     media?: Record<string, unknown>;
+    sendJob?: SendJob;
   },
-) {
-  const createdAt = nextMessageTime(input.now);
-  const [row] = await tx
-    .insert(messages)
-    .values({
-      ...(input.id ? { id: input.id } : {}),
-      accountId: input.accountId,
-      conversationId: input.conversationId,
-      direction: "outbound",
-      senderType: input.sender,
-      senderUserId: input.userId,
-      type: input.outbound?.type ?? "text",
-      text: input.text,
-      payload: input.outbound && input.outbound.type !== "text" ? input.outbound : null,
-      media: input.media ?? null,
-      status: "pending",
-      createdAt,
-      updatedAt: createdAt,
-    })
-    .returning();
-  await touchConversation(tx, {
-    conversationId: input.conversationId,
-    at: createdAt,
-    reopen: false,
-    now: createdAt,
-  });
-  return row!;
+): Promise<typeof messages.$inferSelect> {
+  const createdAt = nextMessageTime(input.now).toISOString();
+  const { outbound, sendJob } = input;
+  const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+  const { rows } = await tx.execute<Record<string, unknown>>(
+    prepared(sql`
+    with message as (
+      insert into ${messages} (id, account_id, conversation_id, direction, sender_type, sender_user_id, type,
+                               text, payload, media, status, created_at, updated_at)
+      values (coalesce(${input.id ?? null}::uuid, gen_random_uuid()), ${input.accountId}::uuid,
+              ${input.conversationId}::uuid, 'outbound', ${input.sender}::text, ${input.userId}::uuid,
+              ${outbound?.type ?? "text"}::text, ${input.text}::text,
+              ${json(outbound && outbound.type !== "text" ? outbound : null)}::jsonb,
+              ${json(input.media)}::jsonb, 'pending', ${createdAt}::timestamptz, ${createdAt}::timestamptz)
+      returning *
+    ), conversation as (
+      update ${conversations}
+         set last_message_at = greatest(last_message_at, ${createdAt}::timestamptz),
+             updated_at = ${createdAt}::timestamptz
+       where id = ${input.conversationId}::uuid and exists (select 1 from message)
+    )
+    select message.*${
+      sendJob
+        ? sql`, graphile_worker.add_job(
+             identifier := ${sendJob.task}::text,
+             payload := (jsonb_build_object('messageId', message.id) || ${json(sendJob.payload)}::jsonb)::json,
+             queue_name := ${sendJob.queueName}::text,
+             max_attempts := ${sendJob.maxAttempts}::integer) is not null as queued`
+        : sql``
+    }
+      from message`),
+  );
+  const row = rows[0];
+  if (!row) throw new Error("The message was not stored");
+  return tableRow(messages, row);
 }
 
 /**

@@ -1,8 +1,7 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { DbOrTx } from "../../db/client.js";
-import { prepared } from "../../db/prepared.js";
-import { conversations, messages, messagingConfigs } from "../../db/schema/index.js";
-import { nextMessageTime } from "../../inbox/threads.js";
+import { messagingConfigs } from "../../db/schema/index.js";
+import { insertPendingMessage } from "../../inbox/send.js";
 import { addJob } from "../../jobs/queue.js";
 import { customerQueue } from "../../messaging/webhook-payload.js";
 import type { BuiltMessage } from "./outbound.js";
@@ -28,8 +27,6 @@ type Queued = { ok: true; messageId: string } | { ok: false; reason: string; mes
  * Stores a bot message `pending` and adds its send job, both in the advance's
  * transaction: the message exists exactly when its job does. The job runs on
  * the customer's queue, after whatever of theirs is already waiting there.
- * (An agent's message takes insertPendingMessage; this is the same insert and
- * conversation update, with the job, in one round trip.)
  */
 export async function queueBotMessage(
   db: DbOrTx,
@@ -63,38 +60,26 @@ export async function queueBotMessage(
   }
   if (!input.contact.phone)
     return { ok: false, reason: "send_failed", message: "The contact has no phone number" };
-  const { outbound, text } = input.message;
-  const createdAt = nextMessageTime(input.now).toISOString();
-  // One statement: the message, its conversation's activity (after the message, so that the
-  // conversation's event shows it as the last one) and the send job, whose payload is a
-  // BotSendPayload.
-  const { rows } = await db.execute<{ id: string }>(
-    prepared(sql`
-    with message as (
-      insert into ${messages} (account_id, conversation_id, direction, sender_type, type, text, payload,
-                               status, created_at, updated_at)
-      values (${run.accountId}, ${run.conversationId}, 'outbound', 'bot', ${outbound.type}, ${text},
-              ${outbound.type === "text" ? null : JSON.stringify(outbound)}::jsonb, 'pending',
-              ${createdAt}::timestamptz, ${createdAt}::timestamptz)
-      returning id
-    ), conversation as (
-      update ${conversations}
-         set last_message_at = greatest(last_message_at, ${createdAt}::timestamptz),
-             updated_at = ${createdAt}::timestamptz
-       where id = ${run.conversationId} and exists (select 1 from message)
-    )
-    select message.id,
-           graphile_worker.add_job(
-             identifier := ${SEND_BOT_MESSAGE_TASK},
-             payload := jsonb_strip_nulls(jsonb_build_object(
-               'messageId', message.id, 'runId', ${run.id}::text, 'steps', ${input.steps}::integer,
-               'readMessageId', ${input.readMessageId}::text))::json,
-             queue_name := ${customerQueue(config.phoneNumberId, input.contact.waId)}::text,
-             max_attempts := 3) is not null as queued
-      from message`),
-  );
-  const row = rows[0];
-  if (!row) throw new Error("The bot message was not stored");
+  const payload: Omit<BotSendPayload, "messageId"> = {
+    runId: run.id,
+    steps: input.steps,
+    ...(input.readMessageId ? { readMessageId: input.readMessageId } : {}),
+  };
+  const row = await insertPendingMessage(db, {
+    accountId: run.accountId,
+    conversationId: run.conversationId,
+    userId: null,
+    sender: "bot",
+    text: input.message.text,
+    outbound: input.message.outbound,
+    now: input.now,
+    sendJob: {
+      task: SEND_BOT_MESSAGE_TASK,
+      payload,
+      queueName: customerQueue(config.phoneNumberId, input.contact.waId),
+      maxAttempts: 3,
+    },
+  });
   return { ok: true, messageId: row.id };
 }
 
