@@ -29,12 +29,7 @@ export async function addNote(
         updatedAt: createdAt,
       })
       .returning();
-    await touchConversation(tx, {
-      conversationId: input.conversationId,
-      at: createdAt,
-      reopen: false,
-      now: createdAt,
-    });
+    await touchConversation(tx, { conversationId: input.conversationId, at: createdAt });
     return toMessageJson(row!);
   });
 }

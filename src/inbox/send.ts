@@ -2,12 +2,12 @@ import { eq, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
-import { conversations, messages, messagingConfigs } from "../db/schema/index.js";
+import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";
-import { nextMessageTime } from "./threads.js";
+import { nextMessageTime, touchConversationSql } from "./threads.js";
 
 /** A job that sends the message, added with it (its payload gets `messageId`). */
 export interface SendJob {
@@ -41,7 +41,8 @@ export async function insertPendingMessage(
     sendJob?: SendJob;
   },
 ): Promise<typeof messages.$inferSelect> {
-  const createdAt = nextMessageTime(input.now).toISOString();
+  const at = nextMessageTime(input.now);
+  const createdAt = at.toISOString();
   const { outbound, sendJob } = input;
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
   const { rows } = await tx.execute<Record<string, unknown>>(
@@ -55,12 +56,7 @@ export async function insertPendingMessage(
               ${json(outbound && outbound.type !== "text" ? outbound : null)}::jsonb,
               ${json(input.media)}::jsonb, 'pending', ${createdAt}::timestamptz, ${createdAt}::timestamptz)
       returning *
-    ), conversation as (
-      update ${conversations}
-         set last_message_at = greatest(last_message_at, ${createdAt}::timestamptz),
-             updated_at = ${createdAt}::timestamptz
-       where id = ${input.conversationId}::uuid and exists (select 1 from message)
-    )
+    ), conversation as (${touchConversationSql(input.conversationId, at, sql`exists (select 1 from message)`)})
     select message.*${
       sendJob
         ? sql`, graphile_worker.add_job(
@@ -114,19 +110,17 @@ export async function sendAgentText(
     throw new ApiError(500, "The stored access token cannot be decrypted: reconnect the messaging channel");
   }
 
-  const pending = await db.transaction((tx) =>
-    insertPendingMessage(tx, {
-      accountId: input.accountId,
-      conversationId: input.conversationId,
-      userId: input.userId,
-      sender: input.sender ?? "agent",
-      text: input.text,
-      outbound: input.outbound,
-      now: deps.now(),
-      id: input.id,
-      media: input.media,
-    }),
-  );
+  const pending = await insertPendingMessage(db, {
+    accountId: input.accountId,
+    conversationId: input.conversationId,
+    userId: input.userId,
+    sender: input.sender ?? "agent",
+    text: input.text,
+    outbound: input.outbound,
+    now: deps.now(),
+    id: input.id,
+    media: input.media,
+  });
 
   const store = async (update: Partial<typeof messages.$inferInsert>) => {
     const [row] = await db

@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { contacts, conversations } from "../db/schema/index.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
@@ -55,23 +55,17 @@ export async function upsertThread(
 }
 
 /**
- * Records activity on a conversation: the inbox lists by last_message_at. A
- * customer writing again reopens a closed conversation.
+ * Records activity on a conversation at `at` (the inbox lists by
+ * last_message_at), as a statement that can also stand in a CTE; `onlyIf`
+ * adds a condition (that the message it belongs to was stored).
  */
-export async function touchConversation(
-  tx: DbOrTx,
-  input: { conversationId: string; at: Date; reopen: boolean; now: Date },
-) {
-  await tx
-    .update(conversations)
-    .set({
-      lastMessageAt: sql`greatest(${conversations.lastMessageAt}, ${input.at.toISOString()}::timestamptz)`,
-      ...(input.reopen
-        ? {
-            status: sql`case when ${conversations.status} = 'closed' then 'open' else ${conversations.status} end`,
-          }
-        : {}),
-      updatedAt: input.now,
-    })
-    .where(eq(conversations.id, input.conversationId));
+export const touchConversationSql = (conversationId: string, at: Date, onlyIf?: SQL) => sql`
+  update ${conversations}
+     set last_message_at = greatest(last_message_at, ${at.toISOString()}::timestamptz),
+         updated_at = ${at.toISOString()}::timestamptz
+   where id = ${conversationId}::uuid${onlyIf ? sql` and ${onlyIf}` : sql``}`;
+
+/** Records activity on a conversation at `at` (see touchConversationSql). */
+export async function touchConversation(tx: DbOrTx, input: { conversationId: string; at: Date }) {
+  await tx.execute(touchConversationSql(input.conversationId, input.at));
 }
