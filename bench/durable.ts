@@ -47,7 +47,9 @@ interface SandboxRequest {
 
 async function sandboxSends(sandbox: string, text: string): Promise<SandboxRequest[]> {
   const response = await fetch(`${sandbox}/_sandbox/requests`);
-  const { requests } = (await response.json()) as { requests: SandboxRequest[] };
+  const { requests, dropped } = (await response.json()) as { requests: SandboxRequest[]; dropped: number };
+  // A count from a log that forgot requests would be wrong: the flood must fit SANDBOX_LOG_LIMIT.
+  if (dropped > 0) throw new Error(`the sandbox's request log forgot ${dropped} requests`);
   return requests.filter(
     (r) => r.method === "POST" && r.path.endsWith("/messages") && r.body.text?.body === text,
   );

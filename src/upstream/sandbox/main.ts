@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { createCustomer } from "./customer.js";
 import { DEMO_IMAGE } from "./demo-media.js";
-import { type AcceptedMessage, type ExtraRouteResult, startSandbox } from "./server.js";
+import { type AcceptedMessage, DEFAULT_LOG_LIMIT, type ExtraRouteResult, startSandbox } from "./server.js";
 import { signPayload, statusPayload, templateStatusPayload } from "./webhook-payloads.js";
 
 const env = process.env;
@@ -26,7 +26,20 @@ const demo = {
   pin: env.SANDBOX_PIN || undefined,
 };
 const webhookUrl = env.SANDBOX_WEBHOOK_URL || undefined;
+const logLimit = positiveInteger("SANDBOX_LOG_LIMIT", DEFAULT_LOG_LIMIT);
 const appSecret = env.SANDBOX_APP_SECRET || env.META_APP_SECRET || undefined;
+
+/** A whole number of at least 1 from the environment, or the default; anything else stops the start. */
+function positiveInteger(name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    console.error(`${name} must be a whole number of at least 1 (got "${raw}")`);
+    process.exit(1);
+  }
+  return value;
+}
 
 const STATUS_STEPS: Array<{ status: "sent" | "delivered"; afterMs: number }> = [
   { status: "sent", afterMs: 300 },
@@ -67,11 +80,15 @@ async function controlRoute(request: {
   if (method === "GET" && path === "/_sandbox/requests") {
     return {
       status: 200,
-      body: { requests: sandbox.requests().filter((r) => !r.path.startsWith("/_sandbox")) },
+      body: {
+        requests: sandbox.requests(),
+        // Requests older than the log's limit (SANDBOX_LOG_LIMIT) are forgotten; this says how many.
+        dropped: sandbox.droppedRequests(),
+      },
     };
   }
   if (method === "DELETE" && path === "/_sandbox/requests") {
-    const cleared = sandbox.requests().filter((r) => !r.path.startsWith("/_sandbox")).length;
+    const cleared = sandbox.requests().length;
     sandbox.clearRequests();
     return { status: 200, body: { cleared } };
   }
@@ -212,7 +229,7 @@ async function controlRoute(request: {
 
 const HELP = [
   "GET  /_sandbox/requests                 the Graph API requests received (tokens masked)",
-  "DELETE /_sandbox/requests               forgets them (the log grows until then)",
+  "DELETE /_sandbox/requests               forgets them (the log keeps the newest SANDBOX_LOG_LIMIT)",
   "POST /_sandbox/numbers                  {phone_number_id, access_token, business_account_id?, pin?}",
   "POST /_sandbox/customer/text            {from, name?, text, to_webhook?}",
   "POST /_sandbox/customer/button_reply    {from, reply_id, title, context_message_id?}",
@@ -227,6 +244,7 @@ const HELP = [
 const sandbox = await startSandbox({
   port,
   host,
+  logLimit,
   extraRoutes: controlRoute,
   onMessageAccepted: postDeliveryStatuses,
 });

@@ -64,7 +64,10 @@ export interface Sandbox {
   media(mediaId: string): { bytes: Buffer; mimeType: string; filename?: string } | undefined;
   /** Moves the sandbox's clock forward (download URLs expire after 5 minutes). */
   advanceTime(ms: number): void;
+  /** The newest requests received, oldest first (at most `logLimit` of them). */
   requests(): RecordedRequest[];
+  /** How many requests fell out of the log since it was last cleared. */
+  droppedRequests(): number;
   clearRequests(): void;
   /**
    * Fails the next matching requests. Read receipts share the messages path with sends; a fault
@@ -92,9 +95,14 @@ export interface ExtraRouteResult {
   body: unknown;
 }
 
+/** How many requests the log keeps by default: a long demo or a load test must not grow without bound. */
+export const DEFAULT_LOG_LIMIT = 20_000;
+
 export interface SandboxOptions {
   port?: number;
   host?: string;
+  /** The most requests the log keeps; older ones are forgotten (default DEFAULT_LOG_LIMIT). */
+  logLimit?: number;
   /** Called after each accepted outbound message (main.ts posts status webhooks from it). */
   onMessageAccepted?: (message: AcceptedMessage) => void;
   /**
@@ -182,7 +190,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let clockOffsetMs = 0;
   const now = () => Date.now() + clockOffsetMs;
   let faults: FaultRule[] = [];
+  const logLimit = Math.max(1, options.logLimit ?? DEFAULT_LOG_LIMIT);
   let log: RecordedRequest[] = [];
+  let dropped = 0;
+  const record = (entry: RecordedRequest) => {
+    log.push(entry);
+    // Trimmed in steps of a whole limit, so that a push costs the same however full the log is.
+    if (log.length >= 2 * logLimit) {
+      dropped += log.length - logLimit;
+      log = log.slice(-logLimit);
+    }
+  };
+  const clearLog = () => {
+    log = [];
+    dropped = 0;
+  };
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
@@ -203,14 +225,18 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     const query = Object.fromEntries(url.searchParams);
     const raw = await readBody(request);
     const body = parseBody(raw, request.headers["content-type"]);
-    log.push({
-      method,
-      path,
-      query,
-      headers: maskHeaders(request.headers),
-      body: loggable(body),
-      at: new Date(),
-    });
+    // The control surface (main.ts's /_sandbox routes) is not a Graph API request: not logged.
+    const control = options.extraRoutes !== undefined && path.startsWith("/_sandbox");
+    if (!control) {
+      record({
+        method,
+        path,
+        query,
+        headers: maskHeaders(request.headers),
+        body: loggable(body),
+        at: new Date(),
+      });
+    }
 
     if (path === DOWNLOAD_PATH && method === "GET") {
       const fault = takeFault(method, path);
@@ -221,8 +247,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return download(query, request.headers.authorization, response);
     }
 
-    if (options.extraRoutes && path.startsWith("/_sandbox")) {
-      const answer = await options.extraRoutes({ method, path, query, body });
+    if (control) {
+      const answer = await options.extraRoutes?.({ method, path, query, body });
       if (answer) return sendJson(response, answer.status, answer.body);
     }
 
@@ -614,10 +640,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     advanceTime(ms) {
       clockOffsetMs += ms;
     },
-    requests: () => log.slice(),
-    clearRequests() {
-      log = [];
-    },
+    requests: () => log.slice(-logLimit),
+    droppedRequests: () => dropped + Math.max(0, log.length - logLimit),
+    clearRequests: clearLog,
     inject(match, fault) {
       faults.push({
         method: match.method?.toUpperCase(),
@@ -633,7 +658,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       media.clear();
       clockOffsetMs = 0;
       faults = [];
-      log = [];
+      clearLog();
     },
     close: () =>
       new Promise<void>((resolve, reject) => {
