@@ -142,6 +142,31 @@ async function main() {
   });
   const api = `http://127.0.0.1:${servicePort}`;
   await waitHttp(`${api}/readyz`, service);
+  // An API-only instance on the same database (WORKERS=false): how fast deliveries are
+  // acknowledged when the background work happens elsewhere (the service's workers, afterwards).
+  // Started for its scenario only (idle, it would still hear every event of the others), with the
+  // service paused (SIGSTOP) meanwhile: the acknowledging alone, as on a machine whose instances
+  // answer Meta while the background work runs on other machines.
+  const apiOnlyPort = await freePort();
+  const apiOnlyUrl = `http://127.0.0.1:${apiOnlyPort}`;
+  let apiOnly: ChildProcess | undefined;
+  const startApiOnly = async () => {
+    apiOnly = spawnChild("service-api-only", process.execPath, ["dist/main.js"], {
+      ...serviceEnv,
+      PORT: String(apiOnlyPort),
+      WORKERS: "false",
+    });
+    await waitHttp(`${apiOnlyUrl}/readyz`, apiOnly);
+    service.kill("SIGSTOP");
+    return apiOnly.pid!;
+  };
+  const stopApiOnly = async () => {
+    service.kill("SIGCONT");
+    if (!apiOnly || apiOnly.exitCode !== null) return;
+    const exited = new Promise((resolve) => apiOnly!.once("exit", resolve));
+    apiOnly.kill("SIGTERM");
+    await exited;
+  };
   await sleep(2000);
   const idleRss = rssOf(service.pid!);
 
@@ -179,7 +204,13 @@ async function main() {
 
   // --- scenarios -------------------------------------------------------------
   const base = { durationSeconds: duration, connections };
-  const scenarios: Array<{ key: string; label: string; scenario: Scenario }> = [
+  /** `around`: an instance of its own, started for the scenario (its memory is the row's). */
+  const scenarios: Array<{
+    key: string;
+    label: string;
+    scenario: Scenario;
+    around?: { start: () => Promise<number>; stop: () => Promise<void> };
+  }> = [
     {
       key: "baseline",
       label: "baseline: bare Fastify + one primary-key SELECT",
@@ -239,6 +270,21 @@ async function main() {
       scenario: {
         ...base,
         url: `${api}/api/messaging/webhook`,
+        method: "POST",
+        webhook: {
+          appSecret,
+          phoneNumberId: phoneNumberIdOf(1),
+          waIds: Array.from({ length: Math.min(1000, shape.contacts) }, (_, i) => waIdOf(1, i + 1)),
+        },
+      },
+    },
+    {
+      key: "webhook_api_only",
+      label: "the same, answered by an API-only instance (WORKERS=false) while the service is paused",
+      around: { start: startApiOnly, stop: stopApiOnly },
+      scenario: {
+        ...base,
+        url: `${apiOnlyUrl}/api/messaging/webhook`,
         method: "POST",
         webhook: {
           appSecret,
@@ -316,15 +362,17 @@ async function main() {
 
   let peakRss = rssOf(service.pid!);
   let scenarioPeak = 0;
+  let scenarioPid = service.pid!;
   const sampler = setInterval(() => {
     const now = rssOf(service.pid!);
     peakRss = Math.max(peakRss, now);
-    scenarioPeak = Math.max(scenarioPeak, now);
+    scenarioPeak = Math.max(scenarioPeak, scenarioPid === service.pid ? now : rssOf(scenarioPid));
   }, 100);
 
   const results: Record<string, Result> = {};
-  for (const { key, label, scenario } of scenarios) {
-    if (only && key !== "baseline" && !only.includes(key)) continue;
+  for (const { key, label, scenario, around } of scenarios) {
+    if (only && key !== "baseline" && !only.includes(key.replace(/_api_only$/, ""))) continue;
+    scenarioPid = around ? await around.start() : service.pid!;
     scenarioPeak = 0;
     // A short warm-up, then the measured run.
     await runLoad({ ...scenario, durationSeconds: 1 });
@@ -333,7 +381,8 @@ async function main() {
     log(
       `${label}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ""}`,
     );
-    if (key === "webhook") {
+    await around?.stop();
+    if (key.startsWith("webhook")) {
       // The deliveries acknowledged are processed in the background: let them finish before the
       // next scenario measures something else.
       log(
@@ -447,6 +496,12 @@ function renderReport(input: {
       2,
     ],
     ["webhook ingest >= 0.3 x baseline req/s", results.webhook!.rps / b.rps, (v: number) => v >= 0.3, 2],
+    [
+      "webhook ingest, API-only instance with the processing elsewhere >= 0.3 x baseline req/s",
+      results.webhook_api_only!.rps / b.rps,
+      (v: number) => v >= 0.3,
+      2,
+    ],
     ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
     ...durableTargets(input.durable),
   ] as const;
@@ -624,7 +679,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function shutdown() {
   for (const child of children) {
-    if (child.exitCode === null) child.kill("SIGTERM");
+    if (child.exitCode !== null) continue;
+    child.kill("SIGCONT"); // one paused by a scenario that failed half-way
+    child.kill("SIGTERM");
   }
   await Promise.all(
     children.map((c) => (c.exitCode === null ? new Promise((r) => c.once("exit", r)) : undefined)),
