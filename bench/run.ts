@@ -204,6 +204,17 @@ async function main() {
 
   // --- scenarios -------------------------------------------------------------
   const base = { durationSeconds: duration, connections };
+  /** Signed inbound texts to an instance's webhook, each a new message of one of 1,000 contacts. */
+  const deliveries = (instance: string): Scenario => ({
+    ...base,
+    url: `${instance}/api/messaging/webhook`,
+    method: "POST",
+    webhook: {
+      appSecret,
+      phoneNumberId: phoneNumberIdOf(1),
+      waIds: Array.from({ length: Math.min(1000, shape.contacts) }, (_, i) => waIdOf(1, i + 1)),
+    },
+  });
   /** `around`: an instance of its own, started for the scenario (its memory is the row's). */
   const scenarios: Array<{
     key: string;
@@ -267,31 +278,13 @@ async function main() {
     {
       key: "webhook",
       label: "POST /api/messaging/webhook (one signed text)",
-      scenario: {
-        ...base,
-        url: `${api}/api/messaging/webhook`,
-        method: "POST",
-        webhook: {
-          appSecret,
-          phoneNumberId: phoneNumberIdOf(1),
-          waIds: Array.from({ length: Math.min(1000, shape.contacts) }, (_, i) => waIdOf(1, i + 1)),
-        },
-      },
+      scenario: deliveries(api),
     },
     {
       key: "webhook_api_only",
       label: "the same, answered by an API-only instance (WORKERS=false) while the service is paused",
       around: { start: startApiOnly, stop: stopApiOnly },
-      scenario: {
-        ...base,
-        url: `${apiOnlyUrl}/api/messaging/webhook`,
-        method: "POST",
-        webhook: {
-          appSecret,
-          phoneNumberId: phoneNumberIdOf(1),
-          waIds: Array.from({ length: Math.min(1000, shape.contacts) }, (_, i) => waIdOf(1, i + 1)),
-        },
-      },
+      scenario: deliveries(apiOnlyUrl),
     },
     {
       key: "messages",
