@@ -192,18 +192,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let faults: FaultRule[] = [];
   const logLimit = Math.max(1, options.logLimit ?? DEFAULT_LOG_LIMIT);
   let log: RecordedRequest[] = [];
-  let dropped = 0;
+  /** Requests recorded since the log was last cleared, kept or not. */
+  let received = 0;
   const record = (entry: RecordedRequest) => {
+    received += 1;
     log.push(entry);
     // Trimmed in steps of a whole limit, so that a push costs the same however full the log is.
-    if (log.length >= 2 * logLimit) {
-      dropped += log.length - logLimit;
-      log = log.slice(-logLimit);
-    }
+    if (log.length >= 2 * logLimit) log = log.slice(-logLimit);
   };
   const clearLog = () => {
     log = [];
-    dropped = 0;
+    received = 0;
   };
 
   const server = createServer((request, response) => {
@@ -641,7 +640,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       clockOffsetMs += ms;
     },
     requests: () => log.slice(-logLimit),
-    droppedRequests: () => dropped + Math.max(0, log.length - logLimit),
+    droppedRequests: () => received - Math.min(log.length, logLimit),
     clearRequests: clearLog,
     inject(match, fault) {
       faults.push({
