@@ -5,6 +5,7 @@ import { tableRow } from "../db/rows.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
+import { addJobSql } from "../jobs/queue.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";
 import { nextMessageTime, touchConversationSql } from "./threads.js";
@@ -59,11 +60,11 @@ export async function insertPendingMessage(
     ), conversation as (${touchConversationSql(input.conversationId, at, sql`exists (select 1 from message)`)})
     select message.*${
       sendJob
-        ? sql`, graphile_worker.add_job(
-             identifier := ${sendJob.task}::text,
-             payload := (jsonb_build_object('messageId', message.id) || ${json(sendJob.payload)}::jsonb)::json,
-             queue_name := ${sendJob.queueName}::text,
-             max_attempts := ${sendJob.maxAttempts}::integer) is not null as queued`
+        ? sql`, ${addJobSql(
+            sendJob.task,
+            sql`(jsonb_build_object('messageId', message.id) || ${json(sendJob.payload)}::jsonb)::json`,
+            { queueName: sendJob.queueName, maxAttempts: sendJob.maxAttempts },
+          )} is not null as queued`
         : sql``
     }
       from message`),

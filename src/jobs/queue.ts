@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 
 /**
@@ -20,6 +20,25 @@ export interface JobOptions {
   priority?: number;
 }
 
+/**
+ * The call that adds a job, as an expression that can also stand inside a
+ * bigger statement (the job then exists exactly when that statement's rows
+ * do); `payload` is a SQL expression of type json.
+ */
+export const addJobSql = (
+  task: string,
+  payload: SQL,
+  options: JobOptions = {},
+) => sql`graphile_worker.add_job(
+    identifier := ${task}::text,
+    payload := ${payload},
+    queue_name := ${options.queueName ?? null}::text,
+    run_at := ${options.runAt?.toISOString() ?? null}::timestamptz,
+    max_attempts := ${options.maxAttempts ?? null}::integer,
+    job_key := ${options.jobKey ?? null}::text,
+    priority := ${options.priority ?? null}::integer
+  )`;
+
 /** Adds a job on the given connection or transaction. */
 export async function addJob(
   db: DbOrTx,
@@ -27,15 +46,7 @@ export async function addJob(
   payload: Record<string, unknown>,
   options: JobOptions = {},
 ): Promise<void> {
-  await db.execute(sql`select graphile_worker.add_job(
-    identifier := ${task},
-    payload := ${JSON.stringify(payload)}::json,
-    queue_name := ${options.queueName ?? null}::text,
-    run_at := ${options.runAt?.toISOString() ?? null}::timestamptz,
-    max_attempts := ${options.maxAttempts ?? null}::integer,
-    job_key := ${options.jobKey ?? null}::text,
-    priority := ${options.priority ?? null}::integer
-  )`);
+  await db.execute(sql`select ${addJobSql(task, sql`${JSON.stringify(payload)}::json`, options)}`);
 }
 
 /** Adds jobs like addJob, but many requests' jobs share one insert and one commit. */
