@@ -77,14 +77,63 @@ describe("the sandbox's request log", () => {
     expect(await readLog(url)).toMatchObject({ requests: [{ query: { n: "13" } }], dropped: 0 });
   }, 40_000);
 
-  it("refuses to start with a SANDBOX_LOG_LIMIT that is not a whole number of at least 1", async () => {
-    const child = spawnSandbox({ SANDBOX_PORT: String(await freePort()), SANDBOX_LOG_LIMIT: "lots" });
+  it.each([
+    ["SANDBOX_LOG_LIMIT", "lots", 'SANDBOX_LOG_LIMIT must be a whole number of at least 1 (got "lots")'],
+    ["SANDBOX_LATENCY_MS", "-5", 'SANDBOX_LATENCY_MS must be a whole number from 0 to 60000 (got "-5")'],
+    ["SANDBOX_LATENCY_MS", "0.5", 'SANDBOX_LATENCY_MS must be a whole number from 0 to 60000 (got "0.5")'],
+  ])("refuses to start with %s=%s, saying why", async (name, value, message) => {
+    const child = spawnSandbox({ SANDBOX_PORT: String(await freePort()), [name]: value });
     let stderr = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
     });
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
     expect(code).toBe(1);
-    expect(stderr).toContain('SANDBOX_LOG_LIMIT must be a whole number of at least 1 (got "lots")');
+    expect(stderr).toContain(message);
+  }, 40_000);
+});
+
+/** How long a Graph API call takes to be answered, in milliseconds. */
+async function timedGraphCall(url: string): Promise<number> {
+  const started = performance.now();
+  const response = await fetch(`${url}/v25.0/100000000000001`, {
+    headers: { authorization: "Bearer sandbox-token" },
+  });
+  expect(response.status).toBe(200);
+  return performance.now() - started;
+}
+
+describe("the sandbox's latency (Meta's round trip, imitated)", () => {
+  it("makes every Graph API answer wait SANDBOX_LATENCY_MS, and PUT /_sandbox/latency changes it", async () => {
+    const url = await startSandboxProcess({ SANDBOX_LATENCY_MS: "600" });
+    expect(await (await fetch(`${url}/_sandbox/latency`)).json()).toEqual({ ms: 600 });
+    expect(await timedGraphCall(url)).toBeGreaterThanOrEqual(590);
+    // Control routes answer at once: the read above and this change were not delayed.
+    const started = performance.now();
+    const changed = await fetch(`${url}/_sandbox/latency`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ms: 0 }),
+    });
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(changed.status).toBe(200);
+    expect(await changed.json()).toEqual({ ms: 0 });
+    expect(await timedGraphCall(url)).toBeLessThan(500);
+    // The delayed call was logged like any other, once.
+    expect((await readLog(url)).requests).toHaveLength(2);
+  }, 40_000);
+
+  it("answers 400 to a latency that is not a whole number from 0 to 60000, and keeps the old one", async () => {
+    const url = await startSandboxProcess({ SANDBOX_LATENCY_MS: "250" });
+    for (const ms of [-1, 60_001, 1.5, "100", null]) {
+      const response = await fetch(`${url}/_sandbox/latency`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ms }),
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({ error: "ms must be a whole number from 0 to 60000" });
+    }
+    expect(await (await fetch(`${url}/_sandbox/latency`)).json()).toEqual({ ms: 250 });
   }, 40_000);
 });

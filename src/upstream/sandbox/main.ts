@@ -15,6 +15,13 @@ import { type AcceptedMessage, DEFAULT_LOG_LIMIT, type ExtraRouteResult, startSa
 import { signPayload, statusPayload, templateStatusPayload } from "./webhook-payloads.js";
 
 const env = process.env;
+/** The longest round trip the sandbox imitates (a minute: longer only stalls a demo). */
+const MAX_LATENCY_MS = 60_000;
+
+const isWholeNumber = (value: unknown, min: number, max: number): value is number =>
+  typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+const boundsText = (min: number, max: number) =>
+  max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
 const port = Number(env.SANDBOX_PORT ?? 4010);
 const host = env.SANDBOX_HOST ?? "127.0.0.1";
 const demo = {
@@ -26,16 +33,17 @@ const demo = {
   pin: env.SANDBOX_PIN || undefined,
 };
 const webhookUrl = env.SANDBOX_WEBHOOK_URL || undefined;
-const logLimit = positiveInteger("SANDBOX_LOG_LIMIT", DEFAULT_LOG_LIMIT);
+const logLimit = wholeNumber("SANDBOX_LOG_LIMIT", DEFAULT_LOG_LIMIT, 1);
+const latencyMs = wholeNumber("SANDBOX_LATENCY_MS", 0, 0, MAX_LATENCY_MS);
 const appSecret = env.SANDBOX_APP_SECRET || env.META_APP_SECRET || undefined;
 
-/** A whole number of at least 1 from the environment, or the default; anything else stops the start. */
-function positiveInteger(name: string, fallback: number): number {
+/** A whole number within the bounds from the environment, or the default; anything else stops the start. */
+function wholeNumber(name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) {
-    console.error(`${name} must be a whole number of at least 1 (got "${raw}")`);
+  if (!isWholeNumber(value, min, max)) {
+    console.error(`${name} must be ${boundsText(min, max)} (got "${raw}")`);
     process.exit(1);
   }
   return value;
@@ -91,6 +99,16 @@ async function controlRoute(request: {
     const cleared = sandbox.requests().length;
     sandbox.clearRequests();
     return { status: 200, body: { cleared } };
+  }
+  if (path === "/_sandbox/latency" && (method === "GET" || method === "PUT")) {
+    if (method === "PUT") {
+      const ms = (request.body as { ms?: unknown } | null)?.ms;
+      if (!isWholeNumber(ms, 0, MAX_LATENCY_MS)) {
+        return { status: 400, body: { error: `ms must be ${boundsText(0, MAX_LATENCY_MS)}` } };
+      }
+      sandbox.setLatency(ms);
+    }
+    return { status: 200, body: { ms: sandbox.latency() } };
   }
   if (method === "POST" && path === "/_sandbox/numbers") {
     const b = (request.body ?? {}) as Record<string, unknown>;
@@ -230,6 +248,7 @@ async function controlRoute(request: {
 const HELP = [
   "GET  /_sandbox/requests                 the Graph API requests received (tokens masked)",
   "DELETE /_sandbox/requests               forgets them (the log keeps the newest SANDBOX_LOG_LIMIT)",
+  "GET|PUT /_sandbox/latency               {ms}: how long every Graph API answer waits (SANDBOX_LATENCY_MS)",
   "POST /_sandbox/numbers                  {phone_number_id, access_token, business_account_id?, pin?}",
   "POST /_sandbox/customer/text            {from, name?, text, to_webhook?}",
   "POST /_sandbox/customer/button_reply    {from, reply_id, title, context_message_id?}",
@@ -245,6 +264,7 @@ const sandbox = await startSandbox({
   port,
   host,
   logLimit,
+  latencyMs,
   extraRoutes: controlRoute,
   onMessageAccepted: postDeliveryStatuses,
 });

@@ -64,6 +64,9 @@ export interface Sandbox {
   media(mediaId: string): { bytes: Buffer; mimeType: string; filename?: string } | undefined;
   /** Moves the sandbox's clock forward (download URLs expire after 5 minutes). */
   advanceTime(ms: number): void;
+  /** Makes every Graph API answer wait this long from now on (0: answer at once). */
+  setLatency(ms: number): void;
+  latency(): number;
   /** The newest requests received, oldest first (at most `logLimit` of them). */
   requests(): RecordedRequest[];
   /** How many requests fell out of the log since it was last cleared. */
@@ -77,7 +80,7 @@ export interface Sandbox {
     match: { method?: string; path?: string | RegExp; readReceipts?: boolean },
     fault: SandboxFault,
   ): void;
-  /** numbers, faults, log */
+  /** numbers, faults, log, latency */
   reset(): void;
   close(): Promise<void>;
 }
@@ -103,6 +106,8 @@ export interface SandboxOptions {
   host?: string;
   /** The most requests the log keeps; older ones are forgotten (default DEFAULT_LOG_LIMIT). */
   logLimit?: number;
+  /** How long every Graph API answer waits, like Meta's round trip over the internet (default 0). */
+  latencyMs?: number;
   /** Called after each accepted outbound message (main.ts posts status webhooks from it). */
   onMessageAccepted?: (message: AcceptedMessage) => void;
   /**
@@ -191,6 +196,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const now = () => Date.now() + clockOffsetMs;
   let faults: FaultRule[] = [];
   const logLimit = Math.max(1, options.logLimit ?? DEFAULT_LOG_LIMIT);
+  let latencyMs = Math.max(0, options.latencyMs ?? 0);
   let log: RecordedRequest[] = [];
   /** Requests recorded since the log was last cleared, kept or not. */
   let received = 0;
@@ -235,6 +241,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         body: loggable(body),
         at: new Date(),
       });
+      if (latencyMs > 0) await sleep(latencyMs);
     }
 
     if (path === DOWNLOAD_PATH && method === "GET") {
@@ -639,6 +646,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     advanceTime(ms) {
       clockOffsetMs += ms;
     },
+    setLatency(ms) {
+      latencyMs = Math.max(0, ms);
+    },
+    latency: () => latencyMs,
     requests: () => log.slice(-logLimit),
     droppedRequests: () => received - Math.min(log.length, logLimit),
     clearRequests: clearLog,
@@ -656,6 +667,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       templates.clear();
       media.clear();
       clockOffsetMs = 0;
+      latencyMs = Math.max(0, options.latencyMs ?? 0);
       faults = [];
       clearLog();
     },
