@@ -1,7 +1,8 @@
 /**
  * The background side under load (issue: durable processing): how long a bot
  * reply takes at low load, and what a flood of trigger messages does, with one
- * and with two instances of the service. Figures are ratios within one run.
+ * and with two instances of the service, and with one instance against Meta's
+ * round trip imitated by the sandbox. Figures are ratios within one run.
  */
 import pg from "pg";
 
@@ -20,13 +21,18 @@ export interface DurableInputs {
   rssOf: (pid: number) => number;
   servicePid: number;
   log: (m: string) => void;
+  /** Triggers in each flood against an upstream that answers at once. */
   flood: number;
+  /** Triggers in the flood against Meta's round trip imitated (its replies come slower). */
+  latencyFlood: number;
 }
 
 export interface DurableResults {
   replyLatency: { medianReplyMs: number; medianAckMs: number; ratio: number; samples: number };
   floods: Array<{
     instances: number;
+    /** How long the sandbox made each Graph API call wait (0: answered at once). */
+    upstreamLatencyMs: number;
     deliveries: number;
     ackPerSecond: number;
     repliesPerSecond: number;
@@ -188,66 +194,91 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
     `bot reply latency at low load: median ${replyLatency.medianReplyMs} ms from POST to reply, webhook answer ${replyLatency.medianAckMs} ms (${replyLatency.ratio.toFixed(1)}x)`,
   );
 
-  // (2) Floods: `flood` trigger deliveries from new customers at 50 connections, one instance then two.
+  // (2) Floods of trigger deliveries from new customers at 50 connections: one instance against
+  // Meta's round trip imitated by the sandbox (the jobs then mostly wait), then one and two
+  // instances against an upstream that answers at once (the jobs then mostly work).
   const floods: DurableResults["floods"] = [];
-  let second: { url: string; pid: number } | undefined;
-  for (const instances of [1, 2]) {
-    if (instances === 2) second = await i.startSecond();
-    await clearSandboxLog(i.sandbox);
-    const keyword = `flood${instances}`;
-    const reply = `Flood ${instances} reply`;
-    await replyFlow(i, keyword, reply);
-    const pids = [i.servicePid, ...(second ? [second.pid] : [])];
-    let peak = 0;
-    const sampler = setInterval(() => {
-      for (const pid of pids) peak = Math.max(peak, i.rssOf(pid));
-    }, 100);
-    const started = Date.now();
-    const targets = [i.api, ...(second ? [second.url] : [])];
-    const per = Math.ceil(i.flood / targets.length);
-    const acks = await Promise.all(
-      targets.map((url, t) =>
-        i.load({
-          url: `${url}/api/messaging/webhook`,
-          method: "POST",
-          connections: Math.floor(50 / targets.length),
-          durationSeconds: 600,
-          amount: per,
-          webhook: {
-            appSecret: i.appSecret,
-            phoneNumberId: i.phoneNumberId,
-            waIds: [],
-            newCustomers: `6${instances}${t}`,
-            text: keyword,
-          },
-        }),
-      ),
-    );
-    const ackSeconds = (Date.now() - started) / 1000;
-    const acked = acks.reduce((sum, r) => sum + r.requests - r.non2xx - r.errors, 0);
-    await drainJobs(i.databaseUrl);
-    const sends = await sandboxSends(i.sandbox, reply);
-    clearInterval(sampler);
-    const lastReply = Math.max(...sends.map((s) => new Date(s.at).getTime()));
-    const replySeconds = (lastReply - started) / 1000;
-    const perCustomer = new Map<string, number>();
-    for (const s of sends) perCustomer.set(s.body.to ?? "", (perCustomer.get(s.body.to ?? "") ?? 0) + 1);
-    const duplicates = [...perCustomer.values()].filter((n) => n > 1).length;
-    const result = {
-      instances,
-      deliveries: acked,
-      ackPerSecond: acked / ackSeconds,
-      repliesPerSecond: sends.length / replySeconds,
-      ratio: sends.length / replySeconds / (acked / ackSeconds),
-      exactlyOnce: perCustomer.size === acked && duplicates === 0,
-      missing: acked - perCustomer.size,
-      duplicates,
-      peakRssMb: peak,
-    };
-    floods.push(result);
-    i.log(
-      `flood of ${acked} triggers, ${instances} instance(s): ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
-    );
-  }
+  floods.push(await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS }));
+  floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0 }));
+  const second = await i.startSecond();
+  floods.push(await flood(i, { instances: 2, size: i.flood, latencyMs: 0, second }));
   return { replyLatency, floods };
+}
+
+/** What the latency flood imitates: a Graph API call's round trip from a server far from Meta's. */
+export const UPSTREAM_LATENCY_MS = 150;
+
+async function setSandboxLatency(sandbox: string, ms: number) {
+  const response = await fetch(`${sandbox}/_sandbox/latency`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ms }),
+  });
+  if (response.status !== 200) throw new Error(`the sandbox refused the latency: ${response.status}`);
+}
+
+/** `size` trigger deliveries at 50 connections, spread over the instances; measured to the last reply. */
+async function flood(
+  i: DurableInputs,
+  options: { instances: number; size: number; latencyMs: number; second?: { url: string; pid: number } },
+): Promise<DurableResults["floods"][number]> {
+  const { instances, second, latencyMs } = options;
+  await clearSandboxLog(i.sandbox);
+  await setSandboxLatency(i.sandbox, latencyMs);
+  const keyword = `flood${instances}l${latencyMs}`;
+  const reply = `Flood ${instances} (${latencyMs} ms) reply`;
+  await replyFlow(i, keyword, reply);
+  const pids = [i.servicePid, ...(second ? [second.pid] : [])];
+  let peak = 0;
+  const sampler = setInterval(() => {
+    for (const pid of pids) peak = Math.max(peak, i.rssOf(pid));
+  }, 100);
+  const started = Date.now();
+  const targets = [i.api, ...(second ? [second.url] : [])];
+  const per = Math.ceil(options.size / targets.length);
+  const acks = await Promise.all(
+    targets.map((url, t) =>
+      i.load({
+        url: `${url}/api/messaging/webhook`,
+        method: "POST",
+        connections: Math.floor(50 / targets.length),
+        durationSeconds: 600,
+        amount: per,
+        webhook: {
+          appSecret: i.appSecret,
+          phoneNumberId: i.phoneNumberId,
+          waIds: [],
+          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${t}`,
+          text: keyword,
+        },
+      }),
+    ),
+  );
+  const ackSeconds = (Date.now() - started) / 1000;
+  const acked = acks.reduce((sum, r) => sum + r.requests - r.non2xx - r.errors, 0);
+  await drainJobs(i.databaseUrl);
+  const sends = await sandboxSends(i.sandbox, reply);
+  clearInterval(sampler);
+  await setSandboxLatency(i.sandbox, 0);
+  const lastReply = Math.max(...sends.map((s) => new Date(s.at).getTime()));
+  const replySeconds = (lastReply - started) / 1000;
+  const perCustomer = new Map<string, number>();
+  for (const s of sends) perCustomer.set(s.body.to ?? "", (perCustomer.get(s.body.to ?? "") ?? 0) + 1);
+  const duplicates = [...perCustomer.values()].filter((n) => n > 1).length;
+  const result = {
+    instances,
+    upstreamLatencyMs: latencyMs,
+    deliveries: acked,
+    ackPerSecond: acked / ackSeconds,
+    repliesPerSecond: sends.length / replySeconds,
+    ratio: sends.length / replySeconds / (acked / ackSeconds),
+    exactlyOnce: perCustomer.size === acked && duplicates === 0,
+    missing: acked - perCustomer.size,
+    duplicates,
+    peakRssMb: peak,
+  };
+  i.log(
+    `flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
+  );
+  return result;
 }
