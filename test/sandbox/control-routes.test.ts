@@ -81,16 +81,20 @@ describe("the sandbox's request log", () => {
     ["SANDBOX_LOG_LIMIT", "lots", 'SANDBOX_LOG_LIMIT must be a whole number of at least 1 (got "lots")'],
     ["SANDBOX_LATENCY_MS", "-5", 'SANDBOX_LATENCY_MS must be a whole number from 0 to 60000 (got "-5")'],
     ["SANDBOX_LATENCY_MS", "0.5", 'SANDBOX_LATENCY_MS must be a whole number from 0 to 60000 (got "0.5")'],
-  ])("refuses to start with %s=%s, saying why", async (name, value, message) => {
-    const child = spawnSandbox({ SANDBOX_PORT: String(await freePort()), [name]: value });
-    let stderr = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-    expect(code).toBe(1);
-    expect(stderr).toContain(message);
-  }, 40_000);
+  ])(
+    "refuses to start with %s=%s, saying why",
+    async (name, value, message) => {
+      const child = spawnSandbox({ SANDBOX_PORT: String(await freePort()), [name]: value });
+      let stderr = "";
+      child.stderr?.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+      expect(code).toBe(1);
+      expect(stderr).toContain(message);
+    },
+    40_000,
+  );
 });
 
 /** How long a Graph API call takes to be answered, in milliseconds. */

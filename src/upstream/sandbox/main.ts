@@ -21,7 +21,9 @@ const MAX_LATENCY_MS = 60_000;
 const isWholeNumber = (value: unknown, min: number, max: number): value is number =>
   typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 const boundsText = (min: number, max: number) =>
-  max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
+  max === Number.MAX_SAFE_INTEGER
+    ? `a whole number of at least ${min}`
+    : `a whole number from ${min} to ${max}`;
 const port = Number(env.SANDBOX_PORT ?? 4010);
 const host = env.SANDBOX_HOST ?? "127.0.0.1";
 const demo = {
