@@ -88,7 +88,7 @@ const schema = z.object({
   S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(16),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
 });
 
 /** Where media files are kept: files under DATA_DIR/media, or an S3-compatible bucket. */

@@ -46,9 +46,6 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     // Never Meta itself: a test that needs the upstream points this at a sandbox. Anything else
     // (a media download job started by a webhook test, say) meets a refused loopback connection.
     META_GRAPH_API_URL: "http://127.0.0.1:9",
-    // Half the product's default: test files run in parallel, each app with its own pools, and
-    // CI's second pass shares one PostgreSQL (max_connections 100) between them.
-    WORKER_CONCURRENCY: "8",
   });
   return { ...base, ...overrides };
 }
