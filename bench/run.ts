@@ -372,7 +372,7 @@ async function main() {
     const result = await runLoad(scenario);
     results[key] = { ...result, label, peakRss: key === "baseline" ? 0 : scenarioPeak };
     log(
-      `${label}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ""}`,
+      `${label}: ${Math.round(result.rps)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms${result.non2xx || result.errors ? `, ${result.non2xx} non-2xx, ${result.errors} errors` : ""}${key === "baseline" ? "" : `, service peak RSS ${scenarioPeak.toFixed(0)} MB`}`,
     );
     await around?.stop();
     if (key.startsWith("webhook")) {
