@@ -196,7 +196,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const now = () => Date.now() + clockOffsetMs;
   let faults: FaultRule[] = [];
   const logLimit = Math.max(1, options.logLimit ?? DEFAULT_LOG_LIMIT);
-  let latencyMs = Math.max(0, options.latencyMs ?? 0);
+  const startLatencyMs = Math.max(0, options.latencyMs ?? 0);
+  let latencyMs = startLatencyMs;
   let log: RecordedRequest[] = [];
   /** Requests recorded since the log was last cleared, kept or not. */
   let received = 0;
@@ -667,7 +668,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       templates.clear();
       media.clear();
       clockOffsetMs = 0;
-      latencyMs = Math.max(0, options.latencyMs ?? 0);
+      latencyMs = startLatencyMs;
       faults = [];
       clearLog();
     },
