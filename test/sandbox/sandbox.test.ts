@@ -375,3 +375,21 @@ describe("the product's Graph client against the sandbox", () => {
     expect(sent.waId).toBe("16505551234");
   });
 });
+
+describe("latency", () => {
+  it("waits before each Graph API answer, and reset() puts back the wait it started with", async () => {
+    const slow = await startSandbox({ latencyMs: 300 });
+    try {
+      const started = performance.now();
+      const response = await fetch(`${slow.url}/v25.0/unknown-number`);
+      expect(response.status).toBeGreaterThanOrEqual(400);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+      slow.setLatency(0);
+      expect(slow.latency()).toBe(0);
+      slow.reset();
+      expect(slow.latency()).toBe(300);
+    } finally {
+      await slow.close();
+    }
+  });
+});
