@@ -119,6 +119,9 @@ export async function drainJobs(databaseUrl: string, timeoutMs = 600_000): Promi
  * (the reactions alone leave some 10,000 requests at full scale) each read would be megabytes of
  * JSON, and the "low load" would be the sandbox's own.
  */
+/** What the latency flood imitates: a Graph API call's round trip from a server far from Meta's. */
+const UPSTREAM_LATENCY_MS = 150;
+
 async function clearSandboxLog(sandbox: string) {
   const response = await fetch(`${sandbox}/_sandbox/requests`, { method: "DELETE" });
   if (response.status !== 200) throw new Error(`clearing the sandbox's log: ${response.status}`);
@@ -204,9 +207,6 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
   floods.push(await flood(i, { instances: 2, size: i.flood, latencyMs: 0, second }));
   return { replyLatency, floods };
 }
-
-/** What the latency flood imitates: a Graph API call's round trip from a server far from Meta's. */
-export const UPSTREAM_LATENCY_MS = 150;
 
 async function setSandboxLatency(sandbox: string, ms: number) {
   const response = await fetch(`${sandbox}/_sandbox/latency`, {
