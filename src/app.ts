@@ -38,6 +38,7 @@ import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
+import { registerSettingsRoutes } from "./settings/routes.js";
 import { registerTemplateRoutes } from "./templates/routes.js";
 import { createGraphClient } from "./upstream/graph.js";
 
@@ -288,6 +289,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerWebhookEndpointRoutes(app, deps);
   registerTemplateRoutes(app, deps);
   registerMediaRoutes(app, deps);
+  registerSettingsRoutes(app, deps);
 
   if (options.workers ?? config.workers) {
     const workers = await startWorkers(deps, {

@@ -5,5 +5,6 @@ export * from "./flows.js";
 export * from "./inbox.js";
 export * from "./jobs.js";
 export * from "./messaging.js";
+export * from "./settings.js";
 export * from "./templates.js";
 export * from "./tenancy.js";
