@@ -16,6 +16,7 @@ import { prepareTemplateSend } from "../templates/service.js";
 import {
   countConversations,
   findConversation,
+  getConversationJson,
   listConversations,
   listMessages,
   updateConversation,
@@ -121,6 +122,28 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);
       return countConversations(db, { accountId, userId: caller.userId });
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    "/api/conversations/:id",
+    docs({
+      tags: TAGS,
+      summary: "One conversation, with its contact and last message",
+      description: "The same shape as an item of the list: what a thread header shows.",
+      params: idParams,
+      responses: {
+        200: "`{ conversation }`",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+        404: "Not found",
+      },
+    }),
+    async (request) => {
+      const accountId = requireAccount(await sessions.require(request));
+      const conversation = await getConversationJson(db, accountId, request.params.id);
+      if (!conversation) throw notFound();
+      return { conversation };
     },
   );
 

@@ -60,8 +60,13 @@ export function applyEvent(client: QueryClient, event: AccountEvent) {
     case "conversation.updated":
       void client.invalidateQueries({ queryKey: ["conversations"] });
       void client.invalidateQueries({ queryKey: ["counts"] });
-      if (conversationId) void client.invalidateQueries({ queryKey: ["messages", conversationId] });
-      else void client.invalidateQueries({ queryKey: ["messages"] });
+      if (conversationId) {
+        void client.invalidateQueries({ queryKey: ["messages", conversationId] });
+        void client.invalidateQueries({ queryKey: ["conversation", conversationId] });
+      } else {
+        void client.invalidateQueries({ queryKey: ["messages"] });
+        void client.invalidateQueries({ queryKey: ["conversation"] });
+      }
       break;
     case "flow_run.updated":
       void client.invalidateQueries({ queryKey: ["runs"] });

@@ -34,6 +34,20 @@ export function useConversations(filters: ConversationFilters) {
   });
 }
 
+/**
+ * One conversation, from its own route: the thread header and the contact panel read it (never
+ * the list, which may be filtered, paged or stale). Events for it invalidate ["conversation", id].
+ */
+export function useConversation(id: string | undefined) {
+  return useQuery({
+    queryKey: ["conversation", id],
+    enabled: Boolean(id),
+    queryFn: () =>
+      api<{ conversation: Conversation }>(`/api/conversations/${id}`).then((r) => r.conversation),
+    refetchInterval: pollInterval,
+  });
+}
+
 /** Counts per status; null while the server has no counts route. */
 export function useCounts() {
   return useQuery({

@@ -55,7 +55,6 @@ export function InboxPage() {
   const list = (conversations.data?.conversations ?? []).filter(
     (c) => filters.status === "all" || c.status === filters.status,
   );
-  const selected = conversations.data?.conversations.find((c) => c.id === id);
 
   return (
     <div className={`inbox${id ? " has-selection" : ""}`}>
@@ -117,7 +116,7 @@ export function InboxPage() {
         )}
       </section>
       {id ? (
-        <Thread key={id} conversationId={id} conversation={selected} />
+        <Thread key={id} conversationId={id} />
       ) : (
         <section className="thread thread-empty" aria-label="Conversation">
           <Empty title="Pick a conversation">Select a conversation on the left to read and answer it.</Empty>

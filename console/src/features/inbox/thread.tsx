@@ -8,7 +8,7 @@ import type { Conversation, ConversationStatus, Message } from "../../lib/types"
 import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
-import { useMembers, useMessages } from "./inbox-api";
+import { useConversation, useMembers, useMessages } from "./inbox-api";
 
 const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
 
@@ -167,15 +167,14 @@ function Bubble(props: {
   );
 }
 
-export function Thread(props: { conversationId: string; conversation: Conversation | undefined }) {
+export function Thread(props: { conversationId: string }) {
   const client = useQueryClient();
   const me = useMe();
   const members = useMembers();
   const messages = useMessages(props.conversationId);
-  // The list may filter the conversation out (a status change): keep showing the last known one.
-  const known = useRef(props.conversation);
-  if (props.conversation) known.current = props.conversation;
-  const conversation = known.current;
+  // The conversation's own query: the list may be filtered, paged or behind.
+  const own = useConversation(props.conversationId);
+  const conversation = own.data;
   const [showContact, setShowContact] = useState(false);
   // What opening the conversation already tried to mark read: a failure is not retried in a loop.
   const autoRead = useRef("");
@@ -190,6 +189,7 @@ export function Thread(props: { conversationId: string; conversation: Conversati
     void client.invalidateQueries({ queryKey: ["messages", props.conversationId] });
     void client.invalidateQueries({ queryKey: ["conversations"] });
     void client.invalidateQueries({ queryKey: ["counts"] });
+    void client.invalidateQueries({ queryKey: ["conversation", props.conversationId] });
   };
 
   const react = useMutation({
@@ -199,7 +199,22 @@ export function Thread(props: { conversationId: string; conversation: Conversati
   });
   const patch = useMutation({
     mutationFn: (body: { status?: ConversationStatus; assigned_to?: string | null }) =>
-      api(`/api/conversations/${props.conversationId}`, { method: "PATCH", body }),
+      api<{ conversation: Conversation }>(`/api/conversations/${props.conversationId}`, {
+        method: "PATCH",
+        body,
+      }),
+    // The select shows the choice at once, and the service's answer after.
+    onMutate: (body) => {
+      const key = ["conversation", props.conversationId];
+      void client.cancelQueries({ queryKey: key });
+      const before = client.getQueryData<Conversation>(key);
+      if (before) client.setQueryData<Conversation>(key, { ...before, ...body });
+      return { before };
+    },
+    onError: (_error, _body, context) => {
+      if (context?.before) client.setQueryData(["conversation", props.conversationId], context.before);
+    },
+    onSuccess: (answer) => client.setQueryData(["conversation", props.conversationId], answer.conversation),
     onSettled: refresh,
   });
   const markRead = useMutation({

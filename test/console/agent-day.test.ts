@@ -1,0 +1,142 @@
+/**
+ * An agent's day in the console: what the thread header says, what fits on a phone, what the
+ * errors read like. The account, the number and a teammate are made through the API (the sign-up
+ * screens have their own story in console.test.ts); everything asserted is what the page shows.
+ */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { APIRequestContext, Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ensureConsoleBuilt,
+  findChromium,
+  launchBrowser,
+  NUMBER,
+  newPage,
+  type Stack,
+  screenshotDir,
+  startStack,
+  takeScreenshots,
+} from "./browser.js";
+
+const chromiumFound = findChromium();
+if ("missing" in chromiumFound) console.log(chromiumFound.missing);
+
+describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { timeout: 180_000 }, () => {
+  let stack: Stack;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const owner = {
+    name: "Olivia Owner",
+    email: `olivia-${Date.now()}@example.com`,
+    password: "correct horse battery",
+  };
+  const bea = {
+    name: "Bea Agent",
+    email: `bea-${Date.now()}@example.com`,
+    password: "another long password",
+  };
+  let beaId = "";
+
+  const shot = async (name: string, target: Page = page) => {
+    if (!takeScreenshots) return;
+    mkdirSync(screenshotDir, { recursive: true });
+    await target.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
+  };
+
+  const call = async (request: APIRequestContext, method: string, url: string, data?: object) => {
+    const response = await request.fetch(`${stack.url}${url}`, {
+      method,
+      data,
+      headers: { origin: stack.url },
+    });
+    const body = response.headers()["content-type"]?.includes("json") ? await response.json() : null;
+    if (!response.ok()) throw new Error(`${method} ${url}: ${response.status()} ${JSON.stringify(body)}`);
+    return body;
+  };
+
+  const signUp = async (
+    request: APIRequestContext,
+    who: { name: string; email: string; password: string },
+  ) => {
+    await call(request, "POST", "/api/auth/sign-up/email", who);
+    await call(request, "POST", "/api/auth/sign-in/email", { email: who.email, password: who.password });
+    return (await call(request, "GET", "/api/me")) as { user: { id: string } };
+  };
+
+  /** The conversation the customer's first message opened. */
+  const conversationOf = async (name: string) => {
+    await stack.t.app.deps.jobs.drain();
+    const listed = (await call(context.request, "GET", "/api/conversations?limit=100")) as {
+      conversations: Array<{ id: string; contact: { name: string | null } }>;
+    };
+    const found = listed.conversations.find((c) => c.contact.name === name);
+    if (!found) throw new Error(`no conversation with ${name}`);
+    return found.id;
+  };
+
+  beforeAll(async () => {
+    await ensureConsoleBuilt();
+    stack = await startStack();
+    browser = await launchBrowser((chromiumFound as { path: string }).path);
+    ({ context, page } = await newPage(browser));
+    await signUp(context.request, owner);
+    await call(context.request, "POST", "/api/accounts", { name: "Lumen Coffee" });
+    await call(context.request, "POST", "/api/messaging/config", {
+      phone_number_id: NUMBER.phoneNumberId,
+      access_token: NUMBER.accessToken,
+      business_account_id: NUMBER.businessAccountId,
+      pin: "123456",
+    });
+    const invited = (await call(context.request, "POST", "/api/accounts/invitations", {
+      email: bea.email,
+    })) as {
+      invitation: { token: string };
+    };
+    const beaContext = await browser.newContext();
+    try {
+      beaId = (await signUp(beaContext.request, bea)).user.id;
+      await call(beaContext.request, "POST", `/api/invitations/${invited.invitation.token}/accept`, {});
+    } finally {
+      await beaContext.close();
+    }
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+  });
+
+  it("shows a conversation's own status and assignee when opened by its URL, and keeps a change made in place", async () => {
+    await stack.customer("15550100001", "Pat Pending").text("Is my order on its way?");
+    const id = await conversationOf("Pat Pending");
+    await call(context.request, "PATCH", `/api/conversations/${id}`, {
+      status: "pending",
+      assigned_to: beaId,
+    });
+
+    // The inbox lists open conversations: this one is not in the list the page loads.
+    await page.goto(`${stack.url}/inbox/${id}`);
+    await page.getByRole("list", { name: "Messages" }).getByText("Is my order on its way?").waitFor();
+    const status = page.getByLabel("Status");
+    const assignee = page.getByLabel("Assignee");
+    await expect.poll(() => status.inputValue()).toBe("pending");
+    await expect.poll(() => assignee.inputValue()).toBe(beaId);
+    expect(await assignee.locator("option:checked").textContent()).toBe(bea.name);
+
+    // Changed in place: the select keeps the new value (the list, filtered on "open", never had it).
+    await status.selectOption("closed");
+    await page.waitForTimeout(1_000);
+    expect(await status.inputValue()).toBe("closed");
+    const stored = (await call(context.request, "GET", `/api/conversations/${id}`)) as {
+      conversation: { status: string };
+    };
+    expect(stored.conversation.status).toBe("closed");
+
+    // Another agent's change arrives by the event stream and shows without a reload.
+    await call(context.request, "PATCH", `/api/conversations/${id}`, { status: "open", assigned_to: null });
+    await expect.poll(() => status.inputValue(), { timeout: 15_000 }).toBe("open");
+    await expect.poll(() => assignee.inputValue(), { timeout: 15_000 }).toBe("");
+  });
+});
