@@ -139,4 +139,79 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
     await expect.poll(() => status.inputValue(), { timeout: 15_000 }).toBe("open");
     await expect.poll(() => assignee.inputValue(), { timeout: 15_000 }).toBe("");
   });
+
+  it("fits every screen in a 390 px phone, a very long contact name included", async () => {
+    const long = "Maximiliana Alexandrina Konstantinopoulou-Vanderbilt-Featherstonehaugh";
+    await stack
+      .customer("15550100002", long)
+      .text(
+        "Hello! https://example.com/a/very/long/link/that/does/not/break/anywhere/at/all/0123456789abcdef",
+      );
+    const id = await conversationOf(long);
+    await call(
+      context.request,
+      "PATCH",
+      `/api/contacts/${(await call(context.request, "GET", `/api/conversations/${id}`)).conversation.contact.id}`,
+      {
+        tags: ["wholesale-customer-with-a-long-tag", "vip"],
+      },
+    );
+    const flow = (await call(context.request, "POST", "/api/flows", { template_slug: "welcome_menu" })) as {
+      flow: { id: string };
+    };
+    await call(context.request, "POST", "/api/canned-responses", {
+      shortcut: "shipping",
+      text: "We ship to every country in the European Union within three working days, tracked and insured.",
+    });
+    await call(context.request, "POST", "/api/api-keys", { name: "Zapier integration for the shop" });
+    await call(context.request, "POST", "/api/messaging/templates/sync", {});
+
+    const phone = await newPage(browser, 390, 844);
+    try {
+      await phone.context.addCookies(await context.cookies());
+      const p = phone.page;
+      const screens: Array<[string, string, () => Promise<void>]> = [
+        ["inbox", "/inbox", () => p.getByRole("link", { name: /Maximiliana/ }).waitFor()],
+        [
+          "thread",
+          `/inbox/${id}`,
+          () => p.getByRole("list", { name: "Messages" }).getByText("Hello!").waitFor(),
+        ],
+        ["contacts", "/contacts", () => p.getByText(long).first().waitFor()],
+        ["flows", "/flows", () => p.getByRole("link", { name: "Welcome menu", exact: true }).waitFor()],
+        ["canvas", `/flows/${flow.flow.id}`, () => p.locator(".react-flow__node").first().waitFor()],
+        ["runs", `/flows/${flow.flow.id}/runs`, () => p.getByRole("heading").first().waitFor()],
+        ["channel", "/channel", () => p.getByText("Connected", { exact: true }).waitFor()],
+        ["team", "/settings/team", () => p.getByText(bea.name).first().waitFor()],
+        ["templates", "/settings/templates", () => p.getByText("order_update").first().waitFor()],
+        ["canned", "/settings/canned", () => p.getByText("/shipping").waitFor()],
+        ["api-keys", "/settings/api-keys", () => p.getByText("Zapier integration for the shop").waitFor()],
+        ["webhooks", "/settings/webhooks", () => p.getByRole("heading").first().waitFor()],
+      ];
+      const wide: string[] = [];
+      for (const [name, url, ready] of screens) {
+        await p.goto(`${stack.url}${url}`);
+        await ready();
+        await p.waitForTimeout(300);
+        await shot(`${name}-390`, p);
+        const width = await p.evaluate(() => document.documentElement.scrollWidth);
+        if (width > 390) wide.push(`${name} is ${width} px wide`);
+        // Nor does anything run off the right edge inside a clipping box (the canvas pans: not it).
+        const clipped = await p.evaluate(() =>
+          [...document.querySelectorAll("#main *")]
+            .filter((el) => !el.closest(".react-flow") && el.getClientRects().length > 0)
+            .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1)
+            .filter(
+              (el) => ![...el.children].some((c) => c.getBoundingClientRect().right > window.innerWidth + 1),
+            )
+            .slice(0, 3)
+            .map((el) => `${el.tagName.toLowerCase()}.${el.className}`),
+        );
+        if (clipped.length) wide.push(`${name} clips ${clipped.join(", ")}`);
+      }
+      expect(wide).toEqual([]);
+    } finally {
+      await phone.context.close();
+    }
+  });
 });
