@@ -110,10 +110,11 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     docs({
       tags: TAGS,
       summary:
-        "How many conversations are open, pending and closed, and how many open ones are yours or nobody's",
-      description: "`mine` and `unassigned` count conversations that are not closed.",
+        "How many conversations are open, pending and closed, and how many open ones are yours, nobody's or unread",
+      description:
+        "`mine`, `unassigned` and `unread` (with customer messages not yet read) count conversations that are not closed.",
       responses: {
-        200: "`{ open, pending, closed, mine, unassigned }`",
+        200: "`{ open, pending, closed, mine, unassigned, unread }`",
         401: "Not signed in",
         403: "The caller's profile has no account",
       },

@@ -214,4 +214,52 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
       await phone.context.close();
     }
   });
+
+  it("counts unread conversations in the page title and draws ticks and icons as SVG, not emoji", async () => {
+    await stack.customer("15550100003", "Una Unread").text("Anyone there?");
+    await stack.t.app.deps.jobs.drain();
+    await page.goto(`${stack.url}/contacts`);
+    await expect.poll(() => page.title(), { timeout: 15_000 }).toMatch(/^\(\d+\) wa-inbox$/);
+    const before = Number((await page.title()).match(/\d+/)?.[0]);
+    await stack.customer("15550100004", "Noor New").text("Hello?");
+    await expect.poll(() => page.title(), { timeout: 15_000 }).toBe(`(${before + 1}) wa-inbox`);
+
+    const id = await conversationOf("Una Unread");
+    await page.goto(`${stack.url}/inbox/${id}`);
+    await page.getByLabel("Message", { exact: true }).fill("Yes, here!");
+    await page.getByRole("button", { name: "Send" }).click();
+    const tick = page.locator(".bubble.out", { hasText: "Yes, here!" }).getByRole("img", { name: "Sent" });
+    await tick.waitFor();
+    expect(await tick.locator("svg").count()).toBe(1);
+    expect((await tick.textContent())?.trim()).toBe("");
+    // The navigation's icons are SVG too.
+    expect(
+      await page.getByRole("navigation", { name: "Main" }).locator("svg").count(),
+    ).toBeGreaterThanOrEqual(5);
+  });
+
+  it("says a wrong password in words, and never Live while the connection is lost", async () => {
+    const other = await newPage(browser);
+    try {
+      const p = other.page;
+      await p.goto(`${stack.url}/sign-in`);
+      await p.getByLabel("Email").fill(owner.email);
+      await p.getByLabel("Password").fill("not the password");
+      await p.getByRole("button", { name: "Sign in" }).click();
+      await p.getByRole("alert").filter({ hasText: "Wrong email or password" }).waitFor();
+      expect(await p.getByText("Unauthorized").count()).toBe(0);
+    } finally {
+      await other.context.close();
+    }
+
+    await page.goto(`${stack.url}/inbox`);
+    await page.getByText("Live", { exact: true }).waitFor();
+    await stack.stop();
+    await page.getByText("Connection to the service lost. Retrying…").waitFor();
+    expect(await page.getByText("Live", { exact: true }).count()).toBe(0);
+    await page.getByText("Offline", { exact: true }).waitFor();
+    await stack.start();
+    await page.getByText("Live", { exact: true }).waitFor({ timeout: 30_000 });
+    await page.getByText("Connection to the service lost").waitFor({ state: "detached" });
+  });
 });

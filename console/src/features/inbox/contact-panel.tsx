@@ -61,7 +61,7 @@ export function ContactPanel(props: {
               aria-label={`Remove tag ${t}`}
               onClick={() => saveTags.mutate(tags.filter((x) => x !== t))}
             >
-              ×
+              <Icon d={ICONS.close} size={14} />
             </button>
           </li>
         ))}

@@ -15,6 +15,8 @@ export interface Counts {
   closed: number;
   mine: number;
   unassigned: number;
+  /** Conversations (not closed) with customer messages nobody has read; older servers omit it. */
+  unread?: number;
 }
 
 export function useConversations(filters: ConversationFilters) {

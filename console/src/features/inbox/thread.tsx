@@ -1,4 +1,5 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
 import { useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
 import { api } from "../../lib/api";
@@ -24,13 +25,15 @@ function Ticks({ status }: { status: string }) {
             ? "Not delivered"
             : "Sending";
   const glyph =
-    status === "read" || status === "delivered"
-      ? "✓✓"
-      : status === "sent"
-        ? "✓"
-        : status === "failed"
-          ? "!"
-          : "◷";
+    status === "read" || status === "delivered" ? (
+      <CheckCheck size={15} aria-hidden="true" />
+    ) : status === "sent" ? (
+      <Check size={15} aria-hidden="true" />
+    ) : status === "failed" ? (
+      <CircleAlert size={15} aria-hidden="true" />
+    ) : (
+      <Clock size={14} aria-hidden="true" />
+    );
   return (
     <span className={`ticks ticks-${status}`} role="img" aria-label={label} title={label}>
       {glyph}
@@ -76,7 +79,7 @@ function MediaPreview({ m }: { m: Message }) {
     );
   return (
     <a href={url} className="media-doc" download={media.filename ?? true}>
-      📄 {media.filename ?? "Document"}
+      <Icon d={ICONS.file} size={18} /> {media.filename ?? "Document"}
     </a>
   );
 }

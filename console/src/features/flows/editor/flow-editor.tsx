@@ -437,7 +437,8 @@ export default function FlowEditorPage() {
               <option value="">Flow settings</option>
               {draft.nodes.map((n) => (
                 <option key={n.node_key} value={n.node_key}>
-                  {n.node_key} ({NODE_LABELS[n.node_type]}){byNode.get(n.node_key)?.length ? " ⚠" : ""}
+                  {n.node_key} ({NODE_LABELS[n.node_type]})
+                  {byNode.get(n.node_key)?.length ? " (has issues)" : ""}
                 </option>
               ))}
             </select>
