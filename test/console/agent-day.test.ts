@@ -262,4 +262,60 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
     await page.getByText("Live", { exact: true }).waitFor({ timeout: 30_000 });
     await page.getByText("Connection to the service lost").waitFor({ state: "detached" });
   });
+
+  it("follows the system's dark mode, and the switch overrides it for this browser", async () => {
+    const dark = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
+    try {
+      await dark.addCookies(await context.cookies());
+      const p = await dark.newPage();
+      const background = () =>
+        p.evaluate(() => getComputedStyle(document.querySelector(".inbox-list") as Element).backgroundColor);
+      const luminance = (rgb: string) => {
+        const [r = 0, g = 0, b = 0] = (rgb.match(/\d+/g) ?? []).map(Number);
+        return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+      };
+      await p.goto(`${stack.url}/inbox`);
+      await p.locator(".inbox-list").waitFor();
+      expect(luminance(await background())).toBeLessThan(0.3);
+      await shot("inbox-dark-1280", p);
+      // System → light: light even though the system is dark, and still after a reload.
+      await p.getByRole("button", { name: "System theme (change)" }).click();
+      await p.getByRole("button", { name: "Light theme (change)" }).waitFor();
+      expect(luminance(await background())).toBeGreaterThan(0.8);
+      await p.reload();
+      await p.locator(".inbox-list").waitFor();
+      expect(luminance(await background())).toBeGreaterThan(0.8);
+      await p.getByRole("button", { name: "Light theme (change)" }).click();
+      await p.getByRole("button", { name: "Dark theme (change)" }).waitFor();
+      expect(luminance(await background())).toBeLessThan(0.3);
+    } finally {
+      await dark.close();
+    }
+  });
+
+  it("shows the callback URL to give Meta, and copies keys, links and secrets with one click", async () => {
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.url });
+    const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+    await page.goto(`${stack.url}/channel`);
+    const callback = page.locator(".copy-field", { has: page.getByLabel("Callback URL") });
+    expect(await callback.getByLabel("Callback URL").inputValue()).toBe(`${stack.url}/api/messaging/webhook`);
+    await callback.getByRole("button", { name: "Copy" }).click();
+    await callback.getByRole("button", { name: "Copied" }).waitFor();
+    expect(await clipboard()).toBe(`${stack.url}/api/messaging/webhook`);
+
+    await page.goto(`${stack.url}/settings/api-keys`);
+    await page.getByLabel("Name").fill("Copied key");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const key = page.locator(".copy-field", { has: page.getByLabel("New API key") });
+    await key.getByRole("button", { name: "Copy" }).click();
+    expect(await clipboard()).toBe(await key.getByLabel("New API key").inputValue());
+    expect(await clipboard()).toMatch(/.{20,}/);
+
+    await page.goto(`${stack.url}/settings/team`);
+    await page.getByLabel("Their email").fill(`zoe-${Date.now()}@example.com`);
+    await page.getByRole("button", { name: "Create invitation" }).click();
+    const link = page.locator(".copy-field", { has: page.getByLabel("Invitation link") });
+    await link.getByRole("button", { name: "Copy" }).click();
+    expect(await clipboard()).toContain(`${stack.url}/invite/`);
+  });
 });

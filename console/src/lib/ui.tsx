@@ -14,7 +14,7 @@ import {
   TriangleAlert,
   X,
 } from "lucide-react";
-import { type ReactNode, useId } from "react";
+import { type ReactNode, useEffect, useId, useState } from "react";
 import { errorText, HttpError } from "./api";
 
 /** A labelled input; `error` is shown under it and tied to it for screen readers. */
@@ -139,4 +139,40 @@ export function Icon({ d, size = 20 }: { d: LucideIcon | string; size?: number }
 
 function SvgIcon({ d: Component, size }: { d: LucideIcon; size: number }) {
   return <Component size={size} strokeWidth={1.8} aria-hidden="true" focusable="false" />;
+}
+
+/** Puts text on the clipboard; falls back to selecting a field's text where the API is refused. */
+async function copyText(value: string, field: HTMLInputElement | null) {
+  try {
+    await navigator.clipboard.writeText(value);
+    return true;
+  } catch {
+    field?.select();
+    return document.execCommand?.("copy") ?? false;
+  }
+}
+
+/** A read-only value (a key, a link, a secret) with a button that copies it. */
+export function CopyField({ label, value }: { label: string; value: string }) {
+  const [copied, setCopied] = useState(false);
+  const [field, setField] = useState<HTMLInputElement | null>(null);
+  useEffect(() => {
+    if (!copied) return;
+    const timer = setTimeout(() => setCopied(false), 2_000);
+    return () => clearTimeout(timer);
+  }, [copied]);
+  return (
+    <div className="copy-field">
+      <input ref={setField} readOnly aria-label={label} value={value} onFocus={(e) => e.target.select()} />
+      <button
+        type="button"
+        className="btn btn-small copy-btn"
+        title={`Copy ${label.toLowerCase()}`}
+        onClick={async () => setCopied(await copyText(value, field))}
+      >
+        <Icon d={copied ? ICONS.check : ICONS.copy} size={16} />
+        <span>{copied ? "Copied" : "Copy"}</span>
+      </button>
+    </div>
+  );
 }

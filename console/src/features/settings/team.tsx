@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { useIsOwner, useMe } from "../../lib/session";
-import { Badge, Field, FormError, formErrors } from "../../lib/ui";
+import { Badge, CopyField, Field, FormError, formErrors } from "../../lib/ui";
 import { useMembers } from "../inbox/inbox-api";
 
 export function TeamSettings() {
@@ -69,7 +69,7 @@ export function TeamSettings() {
                 Send this link to {invite.data?.invitation.email}: only they can accept it, signed in with
                 that email, until {fullTime(invite.data?.invitation.expires_at)}.
               </p>
-              <input readOnly aria-label="Invitation link" value={link} onFocus={(e) => e.target.select()} />
+              <CopyField label="Invitation link" value={link} />
             </div>
           ) : null}
         </section>

@@ -1,11 +1,12 @@
 import { useQueryClient } from "@tanstack/react-query";
-import { MessageSquare, Settings, Smartphone, Users, Workflow } from "lucide-react";
+import { MessageSquare, Moon, Settings, Smartphone, Sun, SunMoon, Users, Workflow } from "lucide-react";
 import { type ReactNode, useEffect } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../../lib/api";
 import { useOnline } from "../../lib/connection";
 import { useLiveMode } from "../../lib/live";
 import { useMe } from "../../lib/session";
+import { NEXT_THEME, setTheme, useTheme } from "../../lib/theme";
 import { Icon } from "../../lib/ui";
 import { useCounts } from "../inbox/inbox-api";
 
@@ -23,6 +24,24 @@ const LIVE_LABELS = {
   connecting: "Connecting",
   offline: "Offline",
 } as const;
+
+const THEME_LABELS = { system: "System theme", light: "Light theme", dark: "Dark theme" } as const;
+
+/** Cycles system → light → dark; says which one is on. */
+function ThemeSwitch() {
+  const theme = useTheme();
+  return (
+    <button
+      type="button"
+      className="icon-btn theme-switch"
+      aria-label={`${THEME_LABELS[theme]} (change)`}
+      title={THEME_LABELS[theme]}
+      onClick={() => setTheme(NEXT_THEME[theme])}
+    >
+      <Icon d={theme === "dark" ? Moon : theme === "light" ? Sun : SunMoon} size={18} />
+    </button>
+  );
+}
 
 export function ConnectionBanner() {
   const online = useOnline();
@@ -94,6 +113,7 @@ export function Shell({ children }: { children: ReactNode }) {
             </span>
             <span className={`live-dot live-${live}`}>{LIVE_LABELS[live]}</span>
           </div>
+          <ThemeSwitch />
           <button type="button" className="btn btn-ghost btn-small" onClick={signOut}>
             Sign out
           </button>
