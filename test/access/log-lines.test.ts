@@ -103,7 +103,9 @@ describe("the service's log lines", () => {
       const lines = parseLines(output);
       const last = lines.at(-1);
       expect(last?.msg).toMatch(
-        new RegExp(`^Port ${port} is already in use( on [\\d.:]+)?: stop the other process or set PORT to a free port$`),
+        new RegExp(
+          `^Port ${port} is already in use( on [\\d.:]+)?: stop the other process or set PORT to a free port$`,
+        ),
       );
       expect(output).not.toContain("    at ");
     } finally {
