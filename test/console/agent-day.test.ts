@@ -318,4 +318,132 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
     await link.getByRole("button", { name: "Copy" }).click();
     expect(await clipboard()).toContain(`${stack.url}/invite/`);
   });
+
+  it("draws a day's comforts: bot buttons, day separators, who sent what, images to view, attachments to check, shortcuts, contact editing", async () => {
+    const me = (await call(context.request, "GET", "/api/me")) as { user: { id: string } };
+    const flows = (await call(context.request, "GET", "/api/flows?limit=50")) as {
+      flows: Array<{ id: string; name: string }>;
+    };
+    let menu = flows.flows.find((f) => f.name === "Welcome menu");
+    if (!menu)
+      menu = (
+        (await call(context.request, "POST", "/api/flows", { template_slug: "welcome_menu" })) as {
+          flow: { id: string; name: string };
+        }
+      ).flow;
+    await call(context.request, "POST", `/api/flows/${menu.id}/activate`, { status: "active" });
+    const bo = stack.customer("15550100005", "Bo Buttons");
+    await bo.text("hi there");
+    const id = await conversationOf("Bo Buttons");
+    await call(context.request, "POST", `/api/flows/${menu.id}/activate`, { status: "draft" });
+
+    await page.goto(`${stack.url}/inbox/${id}`);
+    const thread = page.getByRole("list", { name: "Messages" });
+    // The bot's buttons, as the customer saw them.
+    const offered = thread.getByRole("list", { name: "Buttons offered" });
+    await offered.waitFor({ timeout: 30_000 });
+    expect(await offered.getByRole("listitem").allTextContents()).toEqual([
+      "An order",
+      "Billing",
+      "Something else",
+    ]);
+    // A day separator before the first message of the day.
+    await thread.locator(".day-separator", { hasText: "Today" }).first().waitFor();
+
+    // An agent's reply says who wrote it.
+    await page.getByLabel("Message", { exact: true }).fill("I can help with that.");
+    await page.getByRole("button", { name: "Send" }).click();
+    await thread.locator(".bubble.out", { hasText: "I can help with that." }).getByText(owner.name).waitFor();
+
+    // A tiny picture from the customer is shown at a visible size, and opens in a viewer.
+    const { png } = await import("./png.js");
+    const tiny = png(8, 8);
+    const mediaId = stack.sandbox.addMedia({
+      bytes: tiny,
+      mimeType: "image/png",
+      phoneNumberId: NUMBER.phoneNumberId,
+    });
+    const { createHash } = await import("node:crypto");
+    await bo.media({
+      type: "image",
+      mediaId,
+      mimeType: "image/png",
+      sha256: createHash("sha256").update(tiny).digest("hex"),
+    });
+    const picture = thread.locator(".bubble.in img.media-image");
+    await picture.waitFor({ timeout: 30_000 });
+    await expect
+      .poll(() => picture.evaluate((img: HTMLImageElement) => img.naturalWidth), { timeout: 15_000 })
+      .toBe(8);
+    const box = await picture.boundingBox();
+    expect(box?.width ?? 0).toBeGreaterThanOrEqual(100);
+    expect(box?.height ?? 0).toBeGreaterThanOrEqual(80);
+    await thread.getByRole("button", { name: "View image" }).click();
+    const viewer = page.getByRole("dialog", { name: "Image viewer" });
+    await viewer.waitFor();
+    expect(((await viewer.locator("img").boundingBox())?.width ?? 0) >= 300).toBe(true);
+    await page.keyboard.press("Escape");
+    await viewer.waitFor({ state: "hidden" });
+
+    // An attachment is previewed before it goes, and can be taken back.
+    const photo = { name: "roast.png", mimeType: "image/png", buffer: png(160, 100) };
+    await page.locator('input[type="file"]').setInputFiles(photo);
+    const preview = page.getByRole("region", { name: "Attachment to send" });
+    await preview.getByRole("img", { name: "Preview of roast.png" }).waitFor();
+    const sentBefore = stack.accepted.filter((m) => m.type === "image").length;
+    await preview.getByRole("button", { name: "Remove" }).click();
+    await preview.waitFor({ state: "detached" });
+    expect(stack.accepted.filter((m) => m.type === "image").length).toBe(sentBefore);
+    await page.locator('input[type="file"]').setInputFiles(photo);
+    await page.getByRole("button", { name: "Send attachment" }).click();
+    await expect
+      .poll(() => stack.accepted.filter((m) => m.type === "image").length, { timeout: 30_000 })
+      .toBe(sentBefore + 1);
+
+    // Keyboard shortcuts: the list, assign to me, reply, close, search.
+    await page.locator("body").click({ position: { x: 5, y: 400 } });
+    await page.keyboard.press("?");
+    const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await help.waitFor();
+    await help.getByText("Assign to me").waitFor();
+    await page.keyboard.press("Escape");
+    await help.waitFor({ state: "hidden" });
+    await page.keyboard.press("a");
+    await expect.poll(() => page.getByLabel("Assignee").inputValue(), { timeout: 15_000 }).toBe(me.user.id);
+    await page.keyboard.press("r");
+    await expect
+      .poll(() => page.getByLabel("Message", { exact: true }).evaluate((el) => el === document.activeElement))
+      .toBe(true);
+    await page.keyboard.press("Escape");
+    await page.getByLabel("Message", { exact: true }).evaluate((el: HTMLElement) => el.blur());
+    await page.keyboard.press("c");
+    await expect.poll(() => page.getByLabel("Status").inputValue(), { timeout: 15_000 }).toBe("closed");
+    await page.keyboard.press("/");
+    await expect
+      .poll(() => page.getByLabel("Search conversations").evaluate((el) => el === document.activeElement))
+      .toBe(true);
+
+    // The contact is edited in the side panel: name, opt-out, attributes.
+    const panel = page.getByRole("complementary", { name: "Contact" });
+    await panel.getByLabel("Contact name").fill("Bo Baptiste");
+    await panel.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("heading", { name: "Bo Baptiste" }).first().waitFor();
+    await panel.getByLabel("Attribute name").fill("city");
+    await panel.getByLabel("Attribute value").fill("Lisbon");
+    await panel.getByRole("button", { name: "Set" }).click();
+    await panel.getByText("Lisbon").waitFor();
+    await panel.getByLabel(/Opted out/).check();
+    const stored = (await call(context.request, "GET", `/api/conversations/${id}`)) as {
+      conversation: { contact: { id: string } };
+    };
+    await expect
+      .poll(async () => {
+        const c = (await call(context.request, "GET", `/api/contacts/${stored.conversation.contact.id}`)) as {
+          contact: { name: string; opted_out: boolean; attributes: Record<string, string> };
+        };
+        return [c.contact.name, c.contact.opted_out, c.contact.attributes.city];
+      })
+      .toEqual(["Bo Baptiste", true, "Lisbon"]);
+    await shot("thread-1280");
+  });
 });

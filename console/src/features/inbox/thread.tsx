@@ -1,9 +1,9 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
-import { useEffect, useRef, useState } from "react";
+import { Fragment, useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
 import { api } from "../../lib/api";
-import { contactLabel, fullTime, shortTime } from "../../lib/format";
+import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
 import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
@@ -41,6 +41,86 @@ function Ticks({ status }: { status: string }) {
   );
 }
 
+/** A picture at least a readable size in the thread; a click shows it whole in a viewer. */
+function ImageWithViewer({ url, alt }: { url: string; alt: string }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  return (
+    <>
+      <button
+        type="button"
+        className="media-link"
+        aria-label="View image"
+        onClick={() => dialog.current?.showModal()}
+      >
+        <img src={url} alt={alt} className="media-image" loading="lazy" />
+      </button>
+      <dialog
+        ref={dialog}
+        className="image-viewer"
+        aria-label="Image viewer"
+        onClick={(e) => {
+          if (e.target === e.currentTarget) dialog.current?.close();
+        }}
+        onKeyDown={(e) => {
+          if (e.key === "Escape") dialog.current?.close();
+        }}
+      >
+        <img src={url} alt={alt} />
+        <div className="image-viewer-actions">
+          <a href={url} target="_blank" rel="noreferrer" className="btn btn-small">
+            Open original
+          </a>
+          <button type="button" className="btn btn-small" onClick={() => dialog.current?.close()}>
+            Close
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+/** What a bot's interactive message offered: its reply buttons, or its list's rows. */
+function InteractiveChoices({ m }: { m: Message }) {
+  const interactive = (m.payload as { interactive?: Record<string, unknown> } | null | undefined)
+    ?.interactive;
+  if (!interactive) return null;
+  const action = (interactive.action ?? {}) as {
+    buttons?: Array<{ reply?: { id?: string; title?: string } }>;
+    button?: string;
+    sections?: Array<{ title?: string; rows?: Array<{ id?: string; title?: string; description?: string }> }>;
+  };
+  const body = (interactive.body as { text?: string } | undefined)?.text;
+  const buttons = (action.buttons ?? []).map((b) => b.reply?.title).filter(Boolean) as string[];
+  const rows = (action.sections ?? []).flatMap((section) =>
+    (section.rows ?? []).map((row) => ({ ...row, section: section.title })),
+  );
+  return (
+    <>
+      {body && !m.text ? <p className="bubble-text">{body}</p> : null}
+      {buttons.length ? (
+        <ul className="choice-buttons" aria-label="Buttons offered">
+          {buttons.map((title) => (
+            <li key={title}>{title}</li>
+          ))}
+        </ul>
+      ) : null}
+      {rows.length ? (
+        <div className="choice-list">
+          {action.button ? <p className="choice-list-title">{action.button}</p> : null}
+          <ul aria-label="List offered">
+            {rows.map((row) => (
+              <li key={`${row.section ?? ""}:${row.id ?? row.title}`}>
+                <span>{row.title}</span>
+                {row.description ? <span className="muted">{row.description}</span> : null}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </>
+  );
+}
+
 function MediaPreview({ m }: { m: Message }) {
   const media = m.media;
   if (!media) return null;
@@ -54,16 +134,7 @@ function MediaPreview({ m }: { m: Message }) {
       </p>
     );
   if (m.type === "image" || m.type === "sticker") {
-    return (
-      <a href={url} target="_blank" rel="noreferrer" className="media-link">
-        <img
-          src={url}
-          alt={media.caption || "Image from the conversation"}
-          className="media-image"
-          loading="lazy"
-        />
-      </a>
-    );
+    return <ImageWithViewer url={url} alt={media.caption || "Image from the conversation"} />;
   }
   if (m.type === "video")
     return (
@@ -88,6 +159,8 @@ function Bubble(props: {
   m: Message;
   onReact: (m: Message, emoji: string) => void;
   myId: string | undefined;
+  /** The name of the agent who sent an outbound message or wrote a note. */
+  author?: string;
 }) {
   const { m } = props;
   const [picking, setPicking] = useState(false);
@@ -96,7 +169,7 @@ function Bubble(props: {
     return (
       <li className="bubble-row note-row">
         <div className="bubble note">
-          <span className="note-label">Internal note</span>
+          <span className="note-label">Internal note{props.author ? ` · ${props.author}` : ""}</span>
           <p className="bubble-text">{m.text}</p>
           <span className="bubble-meta">{shortTime(m.created_at)}</span>
         </div>
@@ -112,10 +185,14 @@ function Bubble(props: {
         className={`bubble ${outbound ? "out" : "in"}${m.sender_type === "bot" ? " bot" : ""}${m.status === "failed" ? " failed" : ""}`}
       >
         {m.sender_type === "bot" ? <span className="bot-label">Bot</span> : null}
+        {outbound && m.sender_type === "agent" && props.author ? (
+          <span className="author-label">{props.author}</span>
+        ) : null}
         {m.type === "template" ? <span className="bot-label">Template</span> : null}
         <MediaPreview m={m} />
         {m.text || m.media?.caption ? <p className="bubble-text">{m.text ?? m.media?.caption}</p> : null}
         {!m.text && m.interactive?.title ? <p className="bubble-text">{m.interactive.title}</p> : null}
+        <InteractiveChoices m={m} />
         {m.type === "unsupported" ? <p className="bubble-text muted">Unsupported message</p> : null}
         <span className="bubble-meta">
           <time dateTime={m.created_at} title={fullTime(m.created_at)}>
@@ -238,6 +315,7 @@ export function Thread(props: { conversationId: string }) {
   }, [unread, marking, markReadNow, props.conversationId, lastMessageId]);
 
   const name = conversation ? contactLabel(conversation.contact) : "Conversation";
+  const memberNames = new Map((members.data ?? []).map((m) => [m.user_id, m.name]));
   const windowOpen =
     conversation?.window_expires_at === undefined
       ? true
@@ -316,14 +394,25 @@ export function Thread(props: { conversationId: string }) {
           <Spinner />
         ) : (
           <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite">
-            {messages.data?.map((m) => (
-              <Bubble
-                key={m.id}
-                m={m}
-                myId={me.data?.user.id}
-                onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
-              />
-            ))}
+            {messages.data?.map((m, i, all) => {
+              const previous = all[i - 1];
+              const newDay = !previous || dayKey(previous.created_at) !== dayKey(m.created_at);
+              return (
+                <Fragment key={m.id}>
+                  {newDay ? (
+                    <li className="day-separator">
+                      <span>{dayLabel(m.created_at)}</span>
+                    </li>
+                  ) : null}
+                  <Bubble
+                    m={m}
+                    myId={me.data?.user.id}
+                    author={m.sender_user_id ? memberNames.get(m.sender_user_id) : undefined}
+                    onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
+                  />
+                </Fragment>
+              );
+            })}
           </ol>
         )}
         <Composer conversationId={props.conversationId} windowOpen={windowOpen} onSent={refresh} />
