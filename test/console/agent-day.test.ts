@@ -446,4 +446,61 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
       .toEqual(["Bo Baptiste", true, "Lisbon"]);
     await shot("thread-1280");
   });
+
+  it("notifies, with a sound, a new message in my conversation and a new assignment; the bell turns it off", async () => {
+    const me = (await call(context.request, "GET", "/api/me")) as { user: { id: string } };
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      await ctx.grantPermissions(["notifications"], { origin: stack.url });
+      await ctx.addCookies(await context.cookies());
+      // The notifications the page shows, as the browser is asked for them.
+      await ctx.addInitScript(() => {
+        const shown: Array<{ title: string; body?: string }> = [];
+        (window as unknown as { shown: typeof shown }).shown = shown;
+        const Real = window.Notification;
+        class Recorded extends Real {
+          constructor(title: string, options?: NotificationOptions) {
+            super(title, options);
+            shown.push({ title, body: options?.body });
+          }
+        }
+        Object.defineProperty(Recorded, "permission", { get: () => Real.permission });
+        window.Notification = Recorded as typeof Notification;
+      });
+      const p = await ctx.newPage();
+      const shown = () =>
+        p.evaluate(() => (window as unknown as { shown: Array<{ title: string; body?: string }> }).shown);
+      await stack.customer("15550100006", "Mo Mine").text("First message");
+      const mine = await conversationOf("Mo Mine");
+      await p.goto(`${stack.url}/contacts`);
+      await p.getByText("Live", { exact: true }).waitFor();
+      await p.getByRole("button", { name: "Notifications on (turn off)" }).waitFor();
+
+      await call(context.request, "PATCH", `/api/conversations/${mine}`, { assigned_to: me.user.id });
+      await expect
+        .poll(shown, { timeout: 15_000 })
+        .toContainEqual({ title: "Assigned to you", body: "Mo Mine" });
+      await stack.customer("15550100006", "Mo Mine").text("Are you there?");
+      await expect
+        .poll(shown, { timeout: 15_000 })
+        .toContainEqual({ title: "Mo Mine", body: "Are you there?" });
+      // Someone else's conversation: nothing.
+      await stack.customer("15550100007", "Nat Notmine").text("Hello from elsewhere");
+      await stack.t.app.deps.jobs.drain();
+      await p.waitForTimeout(1_500);
+      expect((await shown()).some((n) => n.title === "Nat Notmine")).toBe(false);
+
+      // Off: nothing more, even in my conversation, and it stays off after a reload.
+      await p.getByRole("button", { name: "Notifications on (turn off)" }).click();
+      await p.reload();
+      await p.getByRole("button", { name: "Notifications off (turn on)" }).waitFor();
+      await p.getByText("Live", { exact: true }).waitFor();
+      await stack.customer("15550100006", "Mo Mine").text("Still there?");
+      await stack.t.app.deps.jobs.drain();
+      await p.waitForTimeout(1_500);
+      expect((await shown()).some((n) => n.body === "Still there?")).toBe(false);
+    } finally {
+      await ctx.close();
+    }
+  });
 });

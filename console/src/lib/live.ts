@@ -2,6 +2,7 @@ import type { QueryClient } from "@tanstack/react-query";
 import { useSyncExternalStore } from "react";
 import { reportUnauthorized } from "./api";
 import { setOnline } from "./connection";
+import { notifyFor } from "./notify";
 import { createSseParser } from "./sse";
 
 /**
@@ -127,7 +128,9 @@ export function startLive(client: QueryClient): () => void {
       if (e.id) lastEventId = e.id;
       try {
         const parsed = JSON.parse(e.data) as AccountEvent;
-        applyEvent(client, { ...parsed, type: parsed.type ?? e.event ?? "" });
+        const event = { ...parsed, type: parsed.type ?? e.event ?? "" };
+        applyEvent(client, event);
+        void notifyFor(client, event.type, event.data ?? {}).catch(() => {});
       } catch {
         // Not an event body (a comment-like payload): nothing to apply.
       }

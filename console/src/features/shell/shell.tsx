@@ -1,10 +1,22 @@
 import { useQueryClient } from "@tanstack/react-query";
-import { MessageSquare, Moon, Settings, Smartphone, Sun, SunMoon, Users, Workflow } from "lucide-react";
+import {
+  Bell,
+  BellOff,
+  MessageSquare,
+  Moon,
+  Settings,
+  Smartphone,
+  Sun,
+  SunMoon,
+  Users,
+  Workflow,
+} from "lucide-react";
 import { type ReactNode, useEffect } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../../lib/api";
 import { useOnline } from "../../lib/connection";
 import { useLiveMode } from "../../lib/live";
+import { toggleNotifications, useNotifyState } from "../../lib/notify";
 import { useMe } from "../../lib/session";
 import { NEXT_THEME, setTheme, useTheme } from "../../lib/theme";
 import { Icon } from "../../lib/ui";
@@ -24,6 +36,31 @@ const LIVE_LABELS = {
   connecting: "Connecting",
   offline: "Offline",
 } as const;
+
+const NOTIFY_LABELS = {
+  unsupported: "Notifications are not supported by this browser",
+  blocked: "Notifications are blocked in the browser's site settings",
+  ask: "Turn on notifications",
+  on: "Notifications on (turn off)",
+  off: "Notifications off (turn on)",
+} as const;
+
+/** New messages in my conversations and new assignments: a notification and a sound. */
+function NotifySwitch() {
+  const state = useNotifyState();
+  return (
+    <button
+      type="button"
+      className="icon-btn theme-switch"
+      aria-label={NOTIFY_LABELS[state]}
+      title={NOTIFY_LABELS[state]}
+      disabled={state === "unsupported" || state === "blocked"}
+      onClick={() => void toggleNotifications()}
+    >
+      <Icon d={state === "on" ? Bell : BellOff} size={18} />
+    </button>
+  );
+}
 
 const THEME_LABELS = { system: "System theme", light: "Light theme", dark: "Dark theme" } as const;
 
@@ -113,7 +150,10 @@ export function Shell({ children }: { children: ReactNode }) {
             </span>
             <span className={`live-dot live-${live}`}>{LIVE_LABELS[live]}</span>
           </div>
-          <ThemeSwitch />
+          <div className="sidebar-switches">
+            <NotifySwitch />
+            <ThemeSwitch />
+          </div>
           <button type="button" className="btn btn-ghost btn-small" onClick={signOut}>
             Sign out
           </button>
