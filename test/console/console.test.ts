@@ -186,7 +186,9 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
       .setInputFiles({ name: "roast.png", mimeType: "image/png", buffer: PNG });
     // Previewed first; it goes when the agent says so.
     await page.getByRole("button", { name: "Send attachment" }).click();
-    const image = page.locator(".bubble.out", { hasText: "Our roast, fresh today" }).locator("img.media-image");
+    const image = page
+      .locator(".bubble.out", { hasText: "Our roast, fresh today" })
+      .locator("img.media-image");
     await image.waitFor();
     // The picture itself loads from the service's copy (GET /api/messages/{id}/media).
     await expect.poll(() => image.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(160);
