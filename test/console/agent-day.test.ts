@@ -503,4 +503,33 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
       await ctx.close();
     }
   });
+
+  it("places an added node in view on the flow canvas, even after panning away", async () => {
+    const created = (await call(context.request, "POST", "/api/flows", { template_slug: "faq_bot" })) as {
+      flow: { id: string };
+    };
+    await page.goto(`${stack.url}/flows/${created.flow.id}`);
+    await page.locator(".react-flow__node").first().waitFor();
+    // Pan far to the left: the existing nodes leave the view.
+    const pane = page.locator(".react-flow__pane");
+    const box = await pane.boundingBox();
+    if (!box) throw new Error("no canvas");
+    await page.mouse.move(box.x + 40, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width - 40, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    const before = await page.locator(".react-flow__node").count();
+    await page.getByLabel("Node type to add").selectOption("send_message");
+    await page.getByRole("button", { name: "Add node" }).click();
+    await expect.poll(() => page.locator(".react-flow__node").count()).toBe(before + 1);
+    const added = page.locator(".react-flow__node.selected, .react-flow__node").last();
+    const nodeBox = await added.boundingBox();
+    const canvas = await page.locator(".react-flow").boundingBox();
+    if (!nodeBox || !canvas) throw new Error("no boxes");
+    // Wholly inside the visible canvas.
+    expect(nodeBox.x).toBeGreaterThanOrEqual(canvas.x);
+    expect(nodeBox.y).toBeGreaterThanOrEqual(canvas.y);
+    expect(nodeBox.x + nodeBox.width).toBeLessThanOrEqual(canvas.x + canvas.width);
+    expect(nodeBox.y + nodeBox.height).toBeLessThanOrEqual(canvas.y + canvas.height);
+  });
 });
