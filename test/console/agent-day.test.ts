@@ -5,6 +5,7 @@
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { sql } from "drizzle-orm";
 import type { APIRequestContext, Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -531,5 +532,35 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
     expect(nodeBox.y).toBeGreaterThanOrEqual(canvas.y);
     expect(nodeBox.x + nodeBox.width).toBeLessThanOrEqual(canvas.x + canvas.width);
     expect(nodeBox.y + nodeBox.height).toBeLessThanOrEqual(canvas.y + canvas.height);
+  });
+
+  it("scrolls a long inbox a page at a time, with only the rows in view in the page", async () => {
+    const account = ((await call(context.request, "GET", "/api/me")) as { account: { id: string } }).account
+      .id;
+    // 600 conversations, older than every other (they come last in the list).
+    await stack.t.app.deps.db.execute(sql`
+      with made as (
+        insert into contacts (account_id, wa_id, name, phone)
+        select ${account}::uuid, '1999' || lpad(n::text, 7, '0'), 'Bulk ' || lpad(n::text, 4, '0'), '1999' || lpad(n::text, 7, '0')
+        from generate_series(1, 600) n
+        returning id, name
+      )
+      insert into conversations (account_id, contact_id, last_message_at)
+      select ${account}::uuid, id, now() - interval '30 days' - (substring(name from 6)::int * interval '1 minute') from made`);
+    await page.goto(`${stack.url}/inbox`);
+    await page.getByRole("link", { name: /Bulk 0001/ }).waitFor({ state: "attached", timeout: 30_000 });
+    const scroller = page.locator(".conv-list");
+    const rows = () => page.locator(".conv-list li.conv-row").count();
+    // Down to the end: the last one comes, pages loading on the way.
+    await expect
+      .poll(
+        async () => {
+          await scroller.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+          return page.getByRole("link", { name: /Bulk 0600/ }).count();
+        },
+        { timeout: 60_000, interval: 300 },
+      )
+      .toBe(1);
+    expect(await rows()).toBeLessThan(60);
   });
 });

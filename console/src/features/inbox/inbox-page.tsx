@@ -1,4 +1,5 @@
 import { useQueryClient } from "@tanstack/react-query";
+import { useVirtualizer } from "@tanstack/react-virtual";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation, useParams } from "wouter";
 import { api } from "../../lib/api";
@@ -17,11 +18,23 @@ const STATUS_TABS = [
   { value: "all", label: "All" },
 ] as const;
 
-function ConversationItem({ c, active }: { c: Conversation; active: boolean }) {
+function ConversationItem({
+  c,
+  active,
+  index,
+  start,
+  measure,
+}: {
+  c: Conversation;
+  active: boolean;
+  index: number;
+  start: number;
+  measure: (el: Element | null) => void;
+}) {
   const name = contactLabel(c.contact);
   const unread = c.unread_count ?? 0;
   return (
-    <li>
+    <li ref={measure} data-index={index} className="conv-row" style={{ transform: `translateY(${start}px)` }}>
       <Link
         href={`/inbox/${c.id}`}
         className={`conv-item${active ? " active" : ""}${unread ? " unread" : ""}`}
@@ -47,6 +60,54 @@ function ConversationItem({ c, active }: { c: Conversation; active: boolean }) {
         </span>
       </Link>
     </li>
+  );
+}
+
+/**
+ * Only the rows in view (and a few around) are in the page, however many are loaded; nearing the
+ * end loads the next page.
+ */
+function VirtualConversationList(props: {
+  list: Conversation[];
+  activeId: string | undefined;
+  hasMore: boolean;
+  loadingMore: boolean;
+  loadMore: () => void;
+}) {
+  const scroller = useRef<HTMLDivElement>(null);
+  const virtualizer = useVirtualizer({
+    count: props.list.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: () => 66,
+    overscan: 10,
+    getItemKey: (index) => props.list[index]?.id ?? index,
+  });
+  const items = virtualizer.getVirtualItems();
+  const lastIndex = items.at(-1)?.index ?? 0;
+  const { hasMore, loadingMore, loadMore, list } = props;
+  useEffect(() => {
+    if (hasMore && !loadingMore && lastIndex >= list.length - 15) loadMore();
+  }, [hasMore, loadingMore, loadMore, lastIndex, list.length]);
+  return (
+    <div className="conv-list" ref={scroller}>
+      <ul className="conv-virtual" style={{ height: virtualizer.getTotalSize() }} aria-busy={loadingMore}>
+        {items.map((item) => {
+          const c = list[item.index];
+          if (!c) return null;
+          return (
+            <ConversationItem
+              key={c.id}
+              c={c}
+              active={c.id === props.activeId}
+              index={item.index}
+              start={item.start}
+              measure={virtualizer.measureElement}
+            />
+          );
+        })}
+      </ul>
+      {loadingMore ? <Spinner label="Loading more" /> : null}
+    </div>
   );
 }
 
@@ -98,7 +159,7 @@ export function InboxPage() {
   const conversations = useConversations(filters);
   const counts = useCounts();
   // A server without status filtering lists every conversation: filter here too.
-  const list = (conversations.data?.conversations ?? []).filter(
+  const list = (conversations.data?.pages.flatMap((p) => p.conversations) ?? []).filter(
     (c) => filters.status === "all" || c.status === filters.status,
   );
 
@@ -200,11 +261,13 @@ export function InboxPage() {
             When a customer writes to your WhatsApp number, the conversation appears here.
           </Empty>
         ) : (
-          <ul className="conv-list">
-            {list.map((c) => (
-              <ConversationItem key={c.id} c={c} active={c.id === id} />
-            ))}
-          </ul>
+          <VirtualConversationList
+            list={list}
+            activeId={id}
+            hasMore={Boolean(conversations.hasNextPage)}
+            loadingMore={conversations.isFetchingNextPage}
+            loadMore={() => void conversations.fetchNextPage()}
+          />
         )}
       </section>
       {id ? (
