@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { and, asc, eq, gt, isNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { accountInvitations, accounts, profiles, users } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -48,6 +48,27 @@ export async function createInvitation(
     });
   if (!row) throw new Error("invitation insert returned nothing");
   return { id: row.id, email: row.email, token, expires_at: row.expiresAt };
+}
+
+/** The account's invitations nobody has accepted yet and that have not expired, newest first (no token). */
+export async function listPendingInvitations(db: Db, accountId: string, now = new Date()) {
+  const rows = await db
+    .select({
+      id: accountInvitations.id,
+      email: accountInvitations.email,
+      expiresAt: accountInvitations.expiresAt,
+      createdAt: accountInvitations.createdAt,
+    })
+    .from(accountInvitations)
+    .where(
+      and(
+        eq(accountInvitations.accountId, accountId),
+        isNull(accountInvitations.acceptedAt),
+        gt(accountInvitations.expiresAt, now),
+      ),
+    )
+    .orderBy(desc(accountInvitations.createdAt));
+  return rows.map((r) => ({ id: r.id, email: r.email, expires_at: r.expiresAt, created_at: r.createdAt }));
 }
 
 /**

@@ -563,4 +563,17 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
       .toBe(1);
     expect(await rows()).toBeLessThan(60);
   });
+
+  it("lists the invitations nobody has accepted yet", async () => {
+    const email = `pending-${Date.now()}@example.com`;
+    await page.goto(`${stack.url}/settings/team`);
+    await page.getByLabel("Their email").fill(email);
+    await page.getByRole("button", { name: "Create invitation" }).click();
+    const pending = page.getByRole("list", { name: "Pending invitations" });
+    await pending.getByText(email).waitFor();
+    // Bea accepted hers: not pending.
+    expect(await pending.getByText(bea.email).count()).toBe(0);
+    await page.reload();
+    await pending.getByText(email).waitFor();
+  });
 });

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useEffect, useState } from "react";
 import { api } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
@@ -18,6 +18,9 @@ export function ContactPanel(props: {
   const [attrValue, setAttrValue] = useState("");
   // Another agent's rename shows here when this field is not being edited.
   const [editingName, setEditingName] = useState(false);
+  // Shown as clicked at once; the stored value (and another agent's change) follows.
+  const [optedOut, setOptedOut] = useState(props.contact.opted_out === true);
+  useEffect(() => setOptedOut(props.contact.opted_out === true), [props.contact.opted_out]);
   if (!editingName && (props.contact.name ?? "") !== name) setName(props.contact.name ?? "");
   const refresh = () => {
     void client.invalidateQueries({ queryKey: ["conversation", props.conversation.id] });
@@ -89,12 +92,11 @@ export function ContactPanel(props: {
       <label className="check-row">
         <input
           type="checkbox"
-          checked={
-            save.isPending && save.variables?.opted_out !== undefined
-              ? save.variables.opted_out
-              : props.contact.opted_out === true
-          }
-          onChange={(e) => save.mutate({ opted_out: e.target.checked })}
+          checked={optedOut}
+          onChange={(e) => {
+            setOptedOut(e.target.checked);
+            save.mutate({ opted_out: e.target.checked });
+          }}
         />
         Opted out (agents and campaigns send nothing)
       </label>

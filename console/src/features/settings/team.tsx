@@ -1,4 +1,4 @@
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
@@ -11,7 +11,17 @@ export function TeamSettings() {
   const owner = useIsOwner();
   const members = useMembers();
   const [email, setEmail] = useState("");
+  const client = useQueryClient();
+  const pending = useQuery({
+    queryKey: ["invitations"],
+    enabled: owner,
+    queryFn: () =>
+      api<{ invitations: Array<{ id: string; email: string; expires_at: string }> }>(
+        "/api/accounts/invitations",
+      ).then((r) => r.invitations),
+  });
   const invite = useMutation({
+    onSuccess: () => void client.invalidateQueries({ queryKey: ["invitations"] }),
     mutationFn: () =>
       api<{ invitation: { id: string; email: string; token: string; expires_at: string } }>(
         "/api/accounts/invitations",
@@ -72,6 +82,19 @@ export function TeamSettings() {
               <CopyField label="Invitation link" value={link} />
             </div>
           ) : null}
+          <h3>Pending invitations</h3>
+          {pending.data?.length ? (
+            <ul className="item-list" aria-label="Pending invitations">
+              {pending.data.map((i) => (
+                <li key={i.id}>
+                  <span>{i.email}</span>
+                  <span className="muted">until {fullTime(i.expires_at)}</span>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p className="muted">None: everyone invited has joined.</p>
+          )}
         </section>
       ) : null}
     </div>
