@@ -275,10 +275,19 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
         const [r = 0, g = 0, b = 0] = (rgb.match(/\d+/g) ?? []).map(Number);
         return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
       };
-      await p.goto(`${stack.url}/inbox`);
+      await p.goto(`${stack.url}/inbox/${await conversationOf("Pat Pending")}`);
       await p.locator(".inbox-list").waitFor();
+      await p.getByRole("list", { name: "Messages" }).getByText("Is my order on its way?").waitFor();
       expect(luminance(await background())).toBeLessThan(0.3);
       await shot("inbox-dark-1280", p);
+      if (takeScreenshots) {
+        const phone = await dark.newPage();
+        await phone.setViewportSize({ width: 390, height: 844 });
+        await phone.goto(`${stack.url}/inbox/${await conversationOf("Pat Pending")}`);
+        await phone.getByRole("list", { name: "Messages" }).getByText("Is my order on its way?").waitFor();
+        await shot("thread-dark-390", phone);
+        await phone.close();
+      }
       // System → light: light even though the system is dark, and still after a reload.
       await p.getByRole("button", { name: "System theme (change)" }).click();
       await p.getByRole("button", { name: "Light theme (change)" }).waitFor();
