@@ -1,5 +1,16 @@
-import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import {
+  type AnyPgColumn,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
+import { campaigns } from "./campaigns.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
 
@@ -117,6 +128,8 @@ export const messages = pgTable(
     // Set by a bot send job just before its upstream call: a job that finds it set
     // (the process died mid-send) cannot know whether Meta took the message.
     sendStartedAt: timestamptz("send_started_at"),
+    // The campaign that sent it (its template message), null for any other message.
+    campaignId: uuid("campaign_id").references((): AnyPgColumn => campaigns.id, { onDelete: "set null" }),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
