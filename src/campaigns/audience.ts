@@ -13,12 +13,12 @@ export interface Audience {
 /** The account's contacts the audience selects, as a condition on `contacts` (alias `c`). */
 export function audienceWhere(accountId: string, audience: Audience): SQL {
   const parts: SQL[] = [sql`c.account_id = ${accountId}::uuid`];
-  if (audience.tags_any?.length) parts.push(sql`c.tags && ${audience.tags_any}::text[]`);
-  if (audience.tags_none?.length) parts.push(sql`not (c.tags && ${audience.tags_none}::text[])`);
+  if (audience.tags_any?.length) parts.push(sql`c.tags && ${sql.param(audience.tags_any)}::text[]`);
+  if (audience.tags_none?.length) parts.push(sql`not (c.tags && ${sql.param(audience.tags_none)}::text[])`);
   if (audience.attributes && Object.keys(audience.attributes).length) {
     parts.push(sql`c.attributes @> ${JSON.stringify(audience.attributes)}::jsonb`);
   }
-  if (audience.contact_ids?.length) parts.push(sql`c.id = any(${audience.contact_ids}::uuid[])`);
+  if (audience.contact_ids?.length) parts.push(sql`c.id = any(${sql.param(audience.contact_ids)}::uuid[])`);
   return sql.join(parts, sql` and `);
 }
 

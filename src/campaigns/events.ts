@@ -24,7 +24,7 @@ export async function countsOf(db: DbOrTx, campaignIds: string[]): Promise<Map<s
   if (campaignIds.length === 0) return result;
   const { rows } = await db.execute<{ campaign_id: string; status: RecipientStatus; n: number }>(sql`
     select campaign_id, status, count(*)::int as n from ${campaignRecipients}
-     where campaign_id = any(${campaignIds}::uuid[]) group by campaign_id, status`);
+     where campaign_id = any(${sql.param(campaignIds)}::uuid[]) group by campaign_id, status`);
   for (const row of rows) {
     const counts = result.get(row.campaign_id);
     if (!counts) continue;

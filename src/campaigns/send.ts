@@ -266,7 +266,7 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
     const { rows: threads } = await tx.execute<{ id: string; contact_id: string }>(sql`
       insert into conversations (account_id, contact_id, last_message_at)
       select ${campaign.accountId}::uuid, contact_id, ${now.toISOString()}::timestamptz
-        from unnest(${sends.map((s) => s.contact_id)}::uuid[]) as contact_id
+        from unnest(${sql.param(sends.map((s) => s.contact_id))}::uuid[]) as contact_id
       on conflict (contact_id) do update
         set last_message_at = greatest(conversations.last_message_at, excluded.last_message_at),
             updated_at = excluded.last_message_at

@@ -90,7 +90,7 @@ async function audienceProblem(db: DbOrTx, accountId: string, audience: Audience
   const ids = audience.contact_ids ?? [];
   if (ids.length === 0) return;
   const { rows } = await db.execute<{ id: string }>(sql`
-    select id from unnest(${ids}::uuid[]) as id
+    select id from unnest(${sql.param(ids)}::uuid[]) as id
      where not exists (select 1 from ${contacts} c where c.id = id and c.account_id = ${accountId}::uuid)
      limit 1`);
   if (rows[0]) throw new ApiError(400, `audience.contact_ids: no contact ${rows[0].id} in this account`);

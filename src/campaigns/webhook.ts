@@ -45,7 +45,7 @@ export async function applyCampaignWebhook(
         from messages m
        where m.account_id = (select account_id from ${messagingConfigs} where phone_number_id = ${input.phoneNumberId})
          and m.message_id = ${update.upstreamId} and m.campaign_id is not null
-         and r.message_id = m.id and r.status = any(${RECIPIENT_PREDECESSORS[update.status]}::text[])
+         and r.message_id = m.id and r.status = any(${sql.param(RECIPIENT_PREDECESSORS[update.status])}::text[])
       returning r.campaign_id`);
     for (const row of rows) touched.add(row.campaign_id);
   }
