@@ -273,7 +273,7 @@ describe("running a campaign", () => {
     expect(done.counts).toMatchObject({ total: 60, sent: 60, queued: 0, failed: 0 });
     const to = sends().map((r) => (r.body as Json).to);
     expect(to.sort()).toEqual(people.map((p) => p.phone));
-    expect((sends()[0]?.body as Json).template.components).toEqual([
+    expect((sends()[0]?.body as Json)?.template.components).toEqual([
       {
         type: "body",
         parameters: [expect.objectContaining({ type: "text" }), { type: "text", text: "lamp" }],
