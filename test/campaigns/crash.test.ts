@@ -104,7 +104,7 @@ describe("campaigns with real processes", () => {
     const { user, id, phoneNumberId } = await campaignOf(2_000);
     const first = await service();
     expect((await start(user, id)).statusCode).toBe(200);
-    await until(async () => (await statuses(id)).sent >= 400, 60_000, "400 sends");
+    await until(async () => ((await statuses(id)).sent ?? 0) >= 400, 60_000, "400 sends");
     await first.kill9();
     const atKill = await statuses(id);
     expect(atKill.queued ?? 0).toBeGreaterThan(0);
@@ -122,7 +122,7 @@ describe("campaigns with real processes", () => {
     expect(twice).toEqual([]);
     // Everyone recorded sent got exactly one; the only others are those on the wire at the kill,
     // left `sending` (unresolved, never sent again) until they turn `unknown`.
-    expect(final.sent).toBeGreaterThanOrEqual(2_000 - (atKill.sending ?? 0));
+    expect(final.sent ?? 0).toBeGreaterThanOrEqual(2_000 - (atKill.sending ?? 0));
     expect((final.sent ?? 0) + (final.sending ?? 0) + (final.unknown ?? 0)).toBe(2_000);
     expect(perNumber.size).toBeGreaterThanOrEqual(final.sent ?? 0);
     expect(perNumber.size).toBeLessThanOrEqual(2_000);
