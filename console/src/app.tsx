@@ -4,6 +4,9 @@ import { Redirect, Route, Switch, useLocation } from "wouter";
 import { AcceptInvitePage } from "./features/auth/accept-invite";
 import { OnboardingPage } from "./features/auth/onboarding";
 import { SignInPage, SignUpPage } from "./features/auth/sign-in";
+import { CampaignView } from "./features/campaigns/campaign-view";
+import { CampaignWizard } from "./features/campaigns/campaign-wizard";
+import { CampaignsPage } from "./features/campaigns/campaigns-page";
 import { ChannelPage } from "./features/channel/channel-page";
 import { ContactsPage } from "./features/contacts/contacts-page";
 import { FlowsPage } from "./features/flows/flows-page";
@@ -83,6 +86,9 @@ function SignedIn() {
           <Route path="/" component={() => <Redirect to="/inbox" replace />} />
           <Route path="/inbox/:id?" component={InboxPage} />
           <Route path="/contacts" component={ContactsPage} />
+          <Route path="/campaigns" component={CampaignsPage} />
+          <Route path="/campaigns/new" component={CampaignWizard} />
+          <Route path="/campaigns/:id" component={CampaignView} />
           <Route path="/flows" component={FlowsPage} />
           <Route path="/flows/:id/runs/:runId?" component={RunsPage} />
           <Route path="/flows/:id" component={FlowEditorPage} />
