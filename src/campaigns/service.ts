@@ -328,8 +328,7 @@ export async function startCampaign(
       throw new ApiError(409, `The campaign is ${locked?.status}: only a draft can be started`);
     const { rowCount } = await tx.execute(sql`
       insert into ${campaignRecipients} (campaign_id, contact_id)
-      select ${id}::uuid, r.id from (${recipientsSql(accountId, row.audience as Audience)}) r
-      on conflict do nothing`);
+      select ${id}::uuid, r.id from (${recipientsSql(accountId, row.audience as Audience)}) r`);
     if (!rowCount) throw new ApiError(400, "audience: matches no contact that can be sent to");
     const scheduled = row.scheduledAt !== null;
     const [updated] = await tx

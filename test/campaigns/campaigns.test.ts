@@ -427,6 +427,24 @@ describe("running a campaign", () => {
     expect(sends()).toHaveLength(0);
   });
 
+  it("forgets the recipient rows of a deleted contact and of a deleted campaign", async () => {
+    const b = await ready();
+    const people = await addContacts(s.t, b.accountId, 3);
+    const campaign = await created(
+      b,
+      restock({ scheduled_at: new Date(Date.now() + 3_600_000).toISOString() }),
+    );
+    await api(b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
+    await s.t.database.db.execute(sql`delete from contacts where id = ${people[0]?.id}`);
+    expect((await get(b, campaign.id)).counts.total).toBe(2);
+    await s.t.database.db.execute(sql`delete from campaigns where id = ${campaign.id}`);
+    expect(await rowsOf("campaign_recipients", b.accountId)).toBe(0);
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from campaign_recipients where campaign_id = ${campaign.id}`,
+    );
+    expect(rows[0]?.n).toBe(0);
+  });
+
   it("test-sends to one number, not a recipient", async () => {
     const b = await ready();
     const campaign = await created(b);

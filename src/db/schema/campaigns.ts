@@ -1,7 +1,7 @@
 import { bigint, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
-import { contacts, messages } from "./inbox.js";
+import { messages } from "./inbox.js";
 import { accounts } from "./tenancy.js";
 
 export const CAMPAIGN_STATUSES = [
@@ -74,12 +74,10 @@ export const campaignRecipients = pgTable(
   "campaign_recipients",
   {
     id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
-    campaignId: uuid("campaign_id")
-      .notNull()
-      .references(() => campaigns.id, { onDelete: "cascade" }),
-    contactId: uuid("contact_id")
-      .notNull()
-      .references(() => contacts.id, { onDelete: "cascade" }),
+    // Deleted with their campaign and contact by statement-level triggers (migration 0019), not
+    // by foreign keys: a key's per-row check tripled the time of a 100,000-row snapshot.
+    campaignId: uuid("campaign_id").notNull(),
+    contactId: uuid("contact_id").notNull(),
     status: text("status").$type<RecipientStatus>().notNull().default("queued"),
     /** The campaign's message in the contact's conversation (messages.id). */
     messageId: uuid("message_id").references(() => messages.id, { onDelete: "set null" }),
