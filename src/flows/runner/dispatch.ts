@@ -15,6 +15,7 @@ import { ApiError } from "../../http/errors.js";
 import type { InboundMessageStored } from "../../messaging/webhook-store.js";
 import {
   answer,
+  answerTap,
   contactFacts,
   type FlowRow,
   guardRun,
@@ -22,6 +23,7 @@ import {
   loadContact,
   type RunContext,
   type RunnerDeps,
+  tapReplyId,
   walk,
 } from "./engine.js";
 import { type RunnerLook, type RunnerLookRow, runnerLookColumns, toRunnerLook } from "./look.js";
@@ -113,11 +115,12 @@ async function takeMessage(
     interactive: Record<string, unknown> | null;
     sent_at: string | null;
     upstream_id: string | null;
+    context_id: string | null;
     taken: boolean;
   }>(
     prepared(sql`
     with message as (
-      select id, type, text, interactive, upstream_timestamp, message_id from ${messages}
+      select id, type, text, interactive, upstream_timestamp, message_id, context_message_id from ${messages}
        where id = ${event.messageId} and account_id = ${event.accountId}
          and conversation_id = ${event.conversationId} and direction = 'inbound' and sender_type = 'customer'
     ), taken as (
@@ -127,7 +130,7 @@ async function takeMessage(
       returning message_id
     )
     select id, type, text, interactive, upstream_timestamp::text as sent_at, message_id as upstream_id,
-           exists (select 1 from taken) as taken
+           context_message_id as context_id, exists (select 1 from taken) as taken
       from message`),
   );
   const row = rows[0];
@@ -140,6 +143,7 @@ async function takeMessage(
     interactive: row.interactive,
     sentAt: row.sent_at === null ? null : new Date(row.sent_at),
     upstreamId: row.upstream_id,
+    contextId: row.context_id,
   };
 }
 
@@ -153,13 +157,16 @@ async function offer(
   const { contact, active } = await contactAndRun(db, event);
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
-    if (!canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
+    // A tap is proof of sight: it skips the timing rule (see answerTap).
+    const tap = tapReplyId(message) !== null;
+    if (!tap && !canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
     const ctx = contact && (await contextFor(db, deps, active, contact));
     if (!ctx) return { outcome: "run_gone", runId: null };
     ctx.replyTo = message.upstreamId;
     ctx.inbound = inboundFacts(event);
-    const outcome = await guardRun(ctx, async () => {
-      const moved = await answer(ctx, message);
+    const outcome = await guardRun(ctx, async (): Promise<DispatchOutcome> => {
+      const tapped = tap ? await answerTap(ctx, message) : null;
+      const moved = tapped ?? (canAnswer(active, message) ? await answer(ctx, message) : "unseen_question");
       ctx.writes.receipt = { messageId: message.id, outcome: moved };
       return moved;
     });
