@@ -1,4 +1,5 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
@@ -41,6 +42,8 @@ import { findActiveRun, lockRunSql, noRunWrites, type RunRow, withContactLock } 
  * - lost_race: another message of the contact started a run first, and this
  *   one is consumed by that race (it neither starts nor advances a run);
  * - no_trigger: no active flow wanted it; duplicate: already taken;
+ * - paused: the conversation's automation is paused (an agent is on it), so
+ *   no flow starts: the message is the agents';
  * - run_gone: the run was deleted (with its flow) or ended while advancing;
  * - not_customer_message: the id is no inbound customer message of the account.
  */
@@ -51,6 +54,7 @@ export type DispatchOutcome =
   | "unseen_question"
   | "lost_race"
   | "no_trigger"
+  | "paused"
   | "duplicate"
   | "run_gone"
   | "not_customer_message";
@@ -154,7 +158,7 @@ async function offer(
   message: InboundInput,
   seenRunId: string | null,
 ): Promise<{ outcome: DispatchOutcome; runId: string | null; receiptWritten?: boolean }> {
-  const { contact, active } = await contactAndRun(db, event);
+  const { contact, active, paused } = await contactAndRun(db, event, deps.now());
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
     // A tap is proof of sight: it skips the timing rule (see answerTap).
@@ -176,13 +180,24 @@ async function offer(
 
   // An opted-out contact starts no flow.
   if (!contact || contact.optedOut) return { outcome: "no_trigger", runId: null };
+  if (paused) return { outcome: "paused", runId: null };
   const candidates = await db
     .select()
     .from(flows)
     .where(and(eq(flows.accountId, event.accountId), eq(flows.status, "active")))
     .orderBy(asc(flows.createdAt), asc(flows.id));
+  // Read once, and only when a flow that triggers asks (outside_business_hours_only).
+  let open: boolean | undefined;
+  const isOpen = async () => {
+    if (open === undefined) {
+      const hours = await getBusinessHours(db, event.accountId);
+      open = !hours || isOpenAt(hours, deps.now());
+    }
+    return open;
+  };
   for (const flow of candidates) {
     if (!triggers(flow, message, event.firstInbound)) continue;
+    if (outsideHoursOnly(flow.triggerConfig) && (await isOpen())) continue;
     const started = await startRun(db, deps, {
       flow,
       contact,
@@ -203,7 +218,7 @@ async function offer(
  * The contact, and its active run with the run's row locked (see
  * lockActiveRun): one statement when there is no run, as for most triggers.
  */
-async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
+async function contactAndRun(db: DbOrTx, event: InboundMessageStored, now: Date) {
   const { rows } = await db.execute<{
     id: string;
     name: string | null;
@@ -212,10 +227,14 @@ async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
     tags: string[];
     opted_out: boolean;
     run_id: string | null;
+    paused: boolean | null;
   }>(
     prepared(sql`
     with run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
-    select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id
+    select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id,
+           (select v.automation_state = 'paused'
+                   and (v.automation_until is null or v.automation_until > ${now.toISOString()}::timestamptz)
+              from ${conversations} v where v.id = ${event.conversationId}) as paused
       from ${contacts} where id = ${event.contactId} and account_id = ${event.accountId}`),
   );
   const row = rows[0];
@@ -230,7 +249,7 @@ async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
       }
     : null;
   const active = row?.run_id ? await findActiveRun(db, event.accountId, event.contactId) : null;
-  return { contact, active };
+  return { contact, active, paused: row?.paused === true };
 }
 
 /** What storing the message told about its conversation, when it told it. */
@@ -250,6 +269,11 @@ function canAnswer(run: RunRow, message: InboundInput): boolean {
   if (run.questionSentAt === null || message.sentAt === null) return true;
   return message.sentAt.getTime() >= Math.floor(run.questionSentAt.getTime() / 1000) * 1000 + 1000;
 }
+
+const outsideHoursOnly = (config: unknown) =>
+  config !== null &&
+  typeof config === "object" &&
+  (config as Record<string, unknown>).outside_business_hours_only === true;
 
 function triggers(
   flow: { triggerType: FlowRow["triggerType"]; triggerConfig: unknown },
