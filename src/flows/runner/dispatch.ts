@@ -1,4 +1,6 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import { autoAssign } from "../../bots/assign.js";
+import { sendAwayMessage } from "../../bots/away.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
@@ -72,6 +74,21 @@ export async function offerInboundMessage(
   deps: RunnerDeps,
   event: InboundMessageStored,
 ): Promise<DispatchOutcome> {
+  const outcome = await offerToFlows(deps, event);
+  if (PEOPLES_OUTCOMES.has(outcome)) await toPeople(deps, event);
+  return outcome;
+}
+
+/** A message no flow took: the agents' (auto-assignment, the away message). */
+const PEOPLES_OUTCOMES = new Set<DispatchOutcome>(["no_trigger", "paused", "ignored"]);
+
+async function toPeople(deps: RunnerDeps, event: InboundMessageStored) {
+  const at = { accountId: event.accountId, conversationId: event.conversationId };
+  await autoAssign(deps.db, { ...at, now: deps.now() });
+  await sendAwayMessage(deps, at);
+}
+
+async function offerToFlows(deps: RunnerDeps, event: InboundMessageStored): Promise<DispatchOutcome> {
   const seen = event.look ?? (await lookBeforeLock(deps.db, event));
   // Most messages neither advance a run nor start one: settle those without the
   // contact's lock or a receipt. (Had another message started a run meanwhile,

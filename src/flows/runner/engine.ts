@@ -1,4 +1,7 @@
 import { and, desc, eq, sql } from "drizzle-orm";
+import { autoAssign } from "../../bots/assign.js";
+import { pausedColumns } from "../../bots/automation.js";
+import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import type { DbOrTx } from "../../db/client.js";
 import {
   contacts,
@@ -215,6 +218,12 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
         return;
       case "wait":
         return enterWait(ctx, key, config);
+      case "business_hours": {
+        const hours = await getBusinessHours(ctx.db, ctx.run.accountId);
+        // An account without business hours is always open.
+        key = !hours || isOpenAt(hours, ctx.deps.now()) ? config.open_node_key : config.closed_node_key;
+        continue;
+      }
       case "send_buttons":
       case "send_list":
       case "collect_input":
@@ -435,12 +444,21 @@ async function handOff(
       .set({
         status: "pending",
         handoffNote: input.note,
-        ...(assignee ? { assignedTo: assignee } : {}),
+        // A person now owns the conversation: the bot steps back until it is unassigned or closed.
+        ...(assignee ? { assignedTo: assignee, ...pausedColumns("assigned", null) } : {}),
         updatedAt: ctx.deps.now(),
       })
       .where(
         and(eq(conversations.id, ctx.run.conversationId), eq(conversations.accountId, ctx.run.accountId)),
       );
+  }
+  // Nobody named: auto-assignment's turn (this conversation only, in this advance).
+  if (!assignee && ctx.run.conversationId) {
+    await autoAssign(ctx.db, {
+      accountId: ctx.run.accountId,
+      conversationId: ctx.run.conversationId,
+      now: ctx.deps.now(),
+    });
   }
   event(ctx, "handoff", nodeKey, {
     reason: input.reason,
