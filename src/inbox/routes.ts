@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { autoAssign } from "../bots/assign.js";
 import { optedOutError } from "../contacts/contacts.js";
 import { tag } from "../contacts/fields.js";
 import type { AppDeps } from "../deps.js";
@@ -176,6 +177,14 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         now: deps.now(),
       });
       if (!updated) throw notFound();
+      // A member may have dropped under the auto-assignment cap: the oldest waiting conversation is theirs.
+      if (patch.status === "closed" || patch.assigned_to !== undefined) {
+        await autoAssign(db, {
+          accountId,
+          now: deps.now(),
+          ...(patch.assigned_to === null && { except: conversation.id }),
+        });
+      }
       return { conversation: updated };
     },
   );
