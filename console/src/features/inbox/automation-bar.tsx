@@ -31,7 +31,7 @@ export function AutomationBar(props: {
   const paused = automation.state === "paused";
   const assignee = props.members?.find((m) => m.user_id === conversation.assigned_to);
   return (
-    <div className="automation-bar" aria-label="Automation">
+    <section className="automation-bar" aria-label="Automation">
       <span className="automation-state" data-state={automation.state}>
         {paused ? (
           <>
@@ -70,6 +70,6 @@ export function AutomationBar(props: {
         </span>
       ) : null}
       <FormError error={change.error ? `Could not change the bot: ${change.error.message}` : undefined} />
-    </div>
+    </section>
   );
 }
