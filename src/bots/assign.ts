@@ -17,6 +17,7 @@ import { pausedColumns } from "./automation.js";
  * (callers commit their own conversation changes first, or, as the runner's
  * handoff, touch only a conversation no other assigner may take).
  */
+/** Returns the members given a conversation, one entry per conversation assigned. */
 export async function autoAssign(
   db: DbOrTx,
   input: {
@@ -27,16 +28,16 @@ export async function autoAssign(
     /** A conversation not to take (one just unassigned by hand). */
     except?: string;
   },
-): Promise<number> {
+): Promise<string[]> {
   const { autoAssign: rule } = await getSettings(db, input.accountId);
-  if (rule.mode === "off") return 0;
+  if (rule.mode === "off") return [];
   // Most messages come to a conversation someone has: settled without the account's lock.
-  if (input.conversationId && !(await nextWaiting(db, input))) return 0;
+  if (input.conversationId && !(await nextWaiting(db, input))) return [];
   return db.transaction(async (tx) => {
     await tx.execute(
       sql`select pg_advisory_xact_lock(hashtextextended(${`auto-assign:${input.accountId}`}, 0))`,
     );
-    let assigned = 0;
+    const assigned: string[] = [];
     for (;;) {
       const conversationId = await nextWaiting(tx, input);
       if (!conversationId) break;
@@ -49,7 +50,7 @@ export async function autoAssign(
         .returning({ id: conversations.id });
       if (done.length === 0) break;
       await tx.update(profiles).set({ lastAssignedAt: input.now }).where(eq(profiles.userId, member));
-      assigned += 1;
+      assigned.push(member);
       if (input.conversationId) break;
     }
     return assigned;

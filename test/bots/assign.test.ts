@@ -11,6 +11,7 @@ import {
   conversationOf,
   createWorld,
   customer,
+  runFor,
   type World,
 } from "../runner/helpers.js";
 
@@ -133,7 +134,7 @@ describe("auto-assignment", () => {
   it("a handoff goes to an available member", async () => {
     await closeAll();
     await rule("round_robin", 5);
-    await activeFlow(w, {
+    const flowId = await activeFlow(w, {
       trigger_config: { keywords: ["human"], match_type: "exact" },
       nodes: [
         { node_key: "start", node_type: "start", config: { next_node_key: "h" } },
@@ -150,6 +151,11 @@ describe("auto-assignment", () => {
     const { status, assigned_to } = await conversationOf(w, kai);
     expect(status).toBe("pending");
     expect([ana.id, ben.id]).toContain(assigned_to);
+    const { events } = await runFor(w, flowId, kai);
+    expect(events.find((e) => e.event_type === "handoff")?.payload).toMatchObject({
+      assigned_to,
+      auto_assigned: true,
+    });
   });
 
   it("rejects a cap below 1 with 400 naming the field, and a bad availability", async () => {

@@ -453,17 +453,19 @@ async function handOff(
       );
   }
   // Nobody named: auto-assignment's turn (this conversation only, in this advance).
-  if (!assignee && ctx.run.conversationId) {
-    await autoAssign(ctx.db, {
-      accountId: ctx.run.accountId,
-      conversationId: ctx.run.conversationId,
-      now: ctx.deps.now(),
-    });
-  }
+  const [autoAssigned] =
+    !assignee && ctx.run.conversationId
+      ? await autoAssign(ctx.db, {
+          accountId: ctx.run.accountId,
+          conversationId: ctx.run.conversationId,
+          now: ctx.deps.now(),
+        })
+      : [];
   event(ctx, "handoff", nodeKey, {
     reason: input.reason,
     note: input.note,
-    assigned_to: assignee,
+    assigned_to: assignee ?? autoAssigned ?? null,
+    ...(autoAssigned ? { auto_assigned: true } : {}),
     ...(assignee === null && input.assignTo ? { assign_to_ignored: "not a member of this account" } : {}),
   });
 }
