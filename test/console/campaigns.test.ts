@@ -50,7 +50,7 @@ describe.skipIf("missing" in chromiumFound)(
         name: "Cam",
       });
       await call("/api/auth/sign-in/email", { email: "cam@example.com", password: "a long password" });
-    const { account } = await call("/api/accounts", { name: "Lumen Coffee" });
+      const { account } = await call("/api/accounts", { name: "Lumen Coffee" });
       await call("/api/messaging/config", {
         phone_number_id: NUMBER.phoneNumberId,
         access_token: NUMBER.accessToken,
