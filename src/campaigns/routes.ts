@@ -132,7 +132,7 @@ const recipientsQuery = z.object({
     .min(1)
     .max(RECIPIENT_PAGE_MAX, `must be a whole number from 1 to ${RECIPIENT_PAGE_MAX}`)
     .default(100),
-  cursor: z.string().min(1).max(20).optional(),
+  cursor: z.string().min(1).max(40).optional(),
 });
 const csvQuery = recipientsQuery.pick({ status: true });
 
@@ -380,7 +380,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
     "/api/campaigns/:id/recipients",
     docs({
       tags: TAGS,
-      summary: "The campaign's recipients in snapshot order",
+      summary: "The campaign's recipients, by contact id",
       params: idParams,
       querystring: recipientsQuery,
       responses: {

@@ -35,6 +35,9 @@ const REQUEUE_DELAY_MS = 2_000;
 const TEMPLATE_STOPPED = new Set([132015, 132016]);
 const MARKETING_LIMIT = 131049;
 
+const recipientKey = (campaignId: string, contactId: string) =>
+  and(eq(campaignRecipients.campaignId, campaignId), eq(campaignRecipients.contactId, contactId));
+
 /** Adds the campaign's send jobs (one per slot; a slot's job that has not started is replaced, not doubled). */
 export async function enqueueCampaignSends(tx: DbOrTx, campaignId: string, runAt?: Date | null) {
   for (let slot = 0; slot < CAMPAIGN_SEND_JOBS; slot++) {
@@ -61,7 +64,6 @@ export async function sendCampaignMessage(
 }
 
 interface Claimed {
-  recipient_id: number;
   contact_id: string;
   attempts: number;
   name: string | null;
@@ -99,7 +101,7 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
     }
     const claimed = await claimBatch(deps, campaign, context);
     if (claimed.length === 0) {
-      await settle(deps, campaignId);
+      if (await settle(deps, campaignId)) continue;
       return;
     }
     const outcomes = await Promise.all(
@@ -198,7 +200,8 @@ async function sendContext(
 }
 
 interface ClaimedSend {
-  recipientId: number;
+  campaignId: string;
+  contactId: string;
   messageId: string;
   to: string;
   outbound: OutboundMessage;
@@ -216,32 +219,30 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
     const { rows } = await tx.execute<Claimed & Record<string, unknown>>(
       prepared(sql`
       with due as (
-        select id from ${campaignRecipients}
-         where campaign_id = ${campaign.id}::uuid
-           and (status = 'queued' or (status = 'deferred' and next_attempt_at <= now()))
+        select contact_id from ${campaignRecipients}
+         where campaign_id = ${campaign.id}::uuid and status = 'queued'
            and coalesce(next_attempt_at, '-infinity') <= now()
-         order by id
+         order by contact_id
          limit ${CAMPAIGN_BATCH}
          for update skip locked
       ), claimed as (
         update ${campaignRecipients} r
            set status = 'sending', attempts = r.attempts + 1, claimed_at = now(), updated_at = now()
-          from due where r.id = due.id
-        returning r.id, r.contact_id, r.attempts
+          from due where r.campaign_id = ${campaign.id}::uuid and r.contact_id = due.contact_id
+        returning r.contact_id, r.attempts
       )
-      select claimed.id as recipient_id, claimed.contact_id, claimed.attempts,
-             c.name, c.phone, c.attributes, c.opted_out
+      select claimed.contact_id, claimed.attempts, c.name, c.phone, c.attributes, c.opted_out
         from claimed join contacts c on c.id = claimed.contact_id
-       order by claimed.id`),
+       order by claimed.contact_id`),
     );
-    const skipped: Array<{ id: number; reason: string }> = [];
+    const skipped: Array<{ id: string; reason: string }> = [];
     const sends: Array<Claimed & { text: string; outbound: OutboundMessage }> = [];
     for (const row of rows) {
-      if (row.opted_out) skipped.push({ id: row.recipient_id, reason: "opted_out" });
-      else if (!row.phone) skipped.push({ id: row.recipient_id, reason: "no_address" });
+      if (row.opted_out) skipped.push({ id: row.contact_id, reason: "opted_out" });
+      else if (!row.phone) skipped.push({ id: row.contact_id, reason: "no_address" });
       else {
         const rendered = renderForContact(context.shape, context.filled, row);
-        if (rendered.missing) skipped.push({ id: row.recipient_id, reason: "missing_value" });
+        if (rendered.missing) skipped.push({ id: row.contact_id, reason: "missing_value" });
         else {
           const outbound: OutboundMessage = {
             type: "template",
@@ -259,7 +260,7 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
       await tx
         .update(campaignRecipients)
         .set({ status: "skipped", skippedReason: s.reason, updatedAt: sql`now()` })
-        .where(eq(campaignRecipients.id, s.id));
+        .where(recipientKey(campaign.id, s.id));
     }
     if (sends.length === 0) return [];
     const now = deps.now();
@@ -297,9 +298,10 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
     const claimedSends: ClaimedSend[] = [];
     for (const [i, s] of sends.entries()) {
       const messageId = inserted[i]?.id as string;
-      await tx.update(campaignRecipients).set({ messageId }).where(eq(campaignRecipients.id, s.recipient_id));
+      await tx.update(campaignRecipients).set({ messageId }).where(recipientKey(campaign.id, s.contact_id));
       claimedSends.push({
-        recipientId: s.recipient_id,
+        campaignId: campaign.id,
+        contactId: s.contact_id,
         messageId,
         to: s.phone as string,
         outbound: s.outbound,
@@ -334,7 +336,7 @@ function outcomeOf(error: unknown, attempts: number): Outcome {
 /** Records one send's outcome on its recipient and its message. */
 async function record(deps: AppDeps, c: ClaimedSend, outcome: Outcome) {
   await deps.db.transaction(async (tx) => {
-    const recipient = and(eq(campaignRecipients.id, c.recipientId), eq(campaignRecipients.status, "sending"));
+    const recipient = and(recipientKey(c.campaignId, c.contactId), eq(campaignRecipients.status, "sending"));
     const message = and(eq(messages.id, c.messageId), eq(messages.status, "pending"));
     switch (outcome.status) {
       case "sent":
@@ -399,7 +401,20 @@ async function record(deps: AppDeps, c: ClaimedSend, outcome: Outcome) {
  * as `unknown`, and completes the campaign when every recipient is final
  * (else looks again when the oldest send in flight turns stale).
  */
-async function settle(deps: AppDeps, campaignId: string) {
+async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
+  // Deferred recipients whose day is over are queued again (their second and last try).
+  const due = await deps.db
+    .update(campaignRecipients)
+    .set({ status: "queued", updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(campaignRecipients.campaignId, campaignId),
+        eq(campaignRecipients.status, "deferred"),
+        sql`${campaignRecipients.nextAttemptAt} <= now()`,
+      ),
+    )
+    .returning({ id: campaignRecipients.contactId });
+  if (due.length) return true;
   const stale = await deps.db
     .update(campaignRecipients)
     .set({
@@ -415,7 +430,7 @@ async function settle(deps: AppDeps, campaignId: string) {
         sql`${campaignRecipients.claimedAt} < now() - ${`${SENDING_STALE_MS} milliseconds`}::interval`,
       ),
     )
-    .returning({ id: campaignRecipients.id });
+    .returning({ id: campaignRecipients.contactId });
   const [done] = await deps.db
     .update(campaigns)
     .set({ status: "completed", completedAt: sql`now()`, updatedAt: sql`now()` })
@@ -429,7 +444,7 @@ async function settle(deps: AppDeps, campaignId: string) {
     )
     .returning({ id: campaigns.id });
   if (done || stale.length) await campaignUpdated(deps.db, campaignId);
-  if (done) return;
+  if (done) return false;
   // Look again when the next recipient falls due: a requeued or deferred one, or a send in flight turning stale.
   const { rows } = await deps.db.execute<{ at: string | null }>(sql`
     select min(case when status = 'sending' then claimed_at + ${`${SENDING_STALE_MS + 1000} milliseconds`}::interval
@@ -445,6 +460,7 @@ async function settle(deps: AppDeps, campaignId: string) {
       job_key := ${`${CAMPAIGN_SEND_TASK}:${campaignId}:next`}::text,
       priority := ${CAMPAIGN_JOB_PRIORITY}::integer)`);
   }
+  return false;
 }
 
 /** Pauses a running or scheduled campaign with a reason (Meta stopped its template, the channel went away). */

@@ -326,9 +326,11 @@ export async function startCampaign(
       .for("update");
     if (locked?.status !== "draft")
       throw new ApiError(409, `The campaign is ${locked?.status}: only a draft can be started`);
+    // In contact id order: both indexes of the table then grow at their end, which took a third
+    // off the 100,000-row snapshot (bench/campaign.ts).
     const { rowCount } = await tx.execute(sql`
       insert into ${campaignRecipients} (campaign_id, contact_id)
-      select ${id}::uuid, r.id from (${recipientsSql(accountId, row.audience as Audience)}) r`);
+      select ${id}::uuid, r.id from (${recipientsSql(accountId, row.audience as Audience)}) r order by r.id`);
     if (!rowCount) throw new ApiError(400, "audience: matches no contact that can be sent to");
     const scheduled = row.scheduledAt !== null;
     const [updated] = await tx
@@ -444,7 +446,7 @@ export async function retryFailed(db: Db, accountId: string, id: string) {
           inArray(campaignRecipients.errorCode, RETRYABLE_CODES),
         ),
       )
-      .returning({ id: campaignRecipients.id });
+      .returning({ id: campaignRecipients.contactId });
     if (requeued.length === 0) return { requeued: 0 };
     const [current] = await tx
       .update(campaigns)
@@ -465,7 +467,6 @@ export async function retryFailed(db: Db, accountId: string, id: string) {
 export const RECIPIENT_PAGE_MAX = 500;
 
 type RecipientRow = {
-  id: string;
   contact_id: string;
   name: string | null;
   phone: string | null;
@@ -477,32 +478,27 @@ type RecipientRow = {
   updated_at: string;
 };
 
-const recipientColumns = sql`r.id::text as id, r.contact_id, c.name, c.phone, r.status, r.message_id,
+const recipientColumns = sql`r.contact_id, c.name, c.phone, r.status, r.message_id,
   r.error_code, r.error_title, r.skipped_reason,
   to_char(r.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as updated_at`;
 
-export const toRecipientJson = ({ id: _id, ...row }: RecipientRow) => row;
-
-/** A page of recipients in snapshot order; the cursor is the last row's position. */
+/** A page of recipients in contact id order; the cursor is the last row's contact id. */
 export async function listRecipients(
   db: Db,
   input: { campaignId: string; status?: RecipientStatus; limit: number; cursor?: string },
 ) {
-  let after = 0;
-  if (input.cursor !== undefined) {
-    if (!/^\d{1,18}$/.test(input.cursor)) throw new ApiError(400, "cursor: invalid cursor");
-    after = Number(input.cursor);
-  }
+  if (input.cursor !== undefined && !isUuid(input.cursor)) throw new ApiError(400, "cursor: invalid cursor");
   const { rows } = await db.execute<RecipientRow>(sql`
     select ${recipientColumns} from ${campaignRecipients} r join ${contacts} c on c.id = r.contact_id
-     where r.campaign_id = ${input.campaignId}::uuid and r.id > ${after}
+     where r.campaign_id = ${input.campaignId}::uuid
+       ${input.cursor ? sql`and r.contact_id > ${input.cursor}::uuid` : sql``}
        ${input.status ? sql`and r.status = ${input.status}` : sql``}
-     order by r.id limit ${input.limit + 1}`);
+     order by r.contact_id limit ${input.limit + 1}`);
   const more = rows.length > input.limit;
   const shown = rows.slice(0, input.limit);
   return {
-    recipients: shown.map(toRecipientJson),
-    next_cursor: more ? (shown[shown.length - 1]?.id ?? null) : null,
+    recipients: shown,
+    next_cursor: more ? (shown[shown.length - 1]?.contact_id ?? null) : null,
   };
 }
 

@@ -52,7 +52,7 @@ export async function applyCampaignWebhook(
   for (const message of input.inbound) {
     const { rows } = await db.execute<{ campaign_id: string }>(sql`
       update ${campaignRecipients} r set status = 'replied', updated_at = now()
-       where r.id = (select r2.id from ${campaignRecipients} r2
+       where (r.campaign_id, r.contact_id) = (select r2.campaign_id, r2.contact_id from ${campaignRecipients} r2
                       where r2.contact_id = ${message.contactId}::uuid
                         and r2.status in ('sent', 'delivered', 'read', 'unknown')
                       order by r2.updated_at desc limit 1)

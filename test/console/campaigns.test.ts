@@ -125,7 +125,7 @@ describe.skipIf("missing" in chromiumFound)(
       const { rows } = await stack.t.database.db.execute<{ wa: string; message_id: string }>(sql`
       select k.wa_id as wa, m.message_id from campaign_recipients r
         join contacts k on k.id = r.contact_id join messages m on m.id = r.message_id
-       order by r.id limit 1`);
+       order by r.contact_id limit 1`);
       const first = rows[0] as { wa: string; message_id: string };
       await stack.customer(first.wa, "Guest").status({ messageId: first.message_id, status: "read" });
       await page.getByTestId("count-read").filter({ hasText: "1" }).waitFor();

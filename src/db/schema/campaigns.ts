@@ -1,7 +1,6 @@
-import { bigint, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { index, integer, jsonb, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
-import { messages } from "./inbox.js";
 import { accounts } from "./tenancy.js";
 
 export const CAMPAIGN_STATUSES = [
@@ -73,14 +72,14 @@ export const campaigns = pgTable(
 export const campaignRecipients = pgTable(
   "campaign_recipients",
   {
-    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
     // Deleted with their campaign and contact by statement-level triggers (migration 0019), not
     // by foreign keys: a key's per-row check tripled the time of a 100,000-row snapshot.
     campaignId: uuid("campaign_id").notNull(),
     contactId: uuid("contact_id").notNull(),
     status: text("status").$type<RecipientStatus>().notNull().default("queued"),
     /** The campaign's message in the contact's conversation (messages.id). */
-    messageId: uuid("message_id").references(() => messages.id, { onDelete: "set null" }),
+    // No foreign key either (see above); a deleted contact's messages go with its recipient rows.
+    messageId: uuid("message_id"),
     /** Sends tried (a 131049 deferral allows a second). */
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: timestamptz("next_attempt_at"),
@@ -91,8 +90,8 @@ export const campaignRecipients = pgTable(
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex("campaign_recipients_campaign_contact_uq").on(t.campaignId, t.contactId),
-    index("campaign_recipients_campaign_status_idx").on(t.campaignId, t.status, t.id),
+    primaryKey({ columns: [t.campaignId, t.contactId] }),
+    index("campaign_recipients_campaign_status_idx").on(t.campaignId, t.status, t.contactId),
     index("campaign_recipients_message_idx").on(t.messageId),
   ],
 );
