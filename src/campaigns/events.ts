@@ -36,6 +36,13 @@ export async function countsOf(db: DbOrTx, campaignIds: string[]): Promise<Map<s
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
+/** Counts of a campaign whose recipients are all queued. */
+export function queuedCounts(total: number): CampaignCounts {
+  const counts = { total, ...Object.fromEntries(RECIPIENT_STATUSES.map((s) => [s, 0])) } as CampaignCounts;
+  counts.queued = total;
+  return counts;
+}
+
 export function toCampaignJson(c: CampaignRow, counts: CampaignCounts) {
   return {
     id: c.id,
@@ -60,7 +67,12 @@ export function toCampaignJson(c: CampaignRow, counts: CampaignCounts) {
  * over, so the last change always shows. The campaign row's lock orders
  * concurrent callers, which keeps it to one event a second.
  */
-export async function campaignUpdated(db: DbOrTx, campaignId: string): Promise<void> {
+export async function campaignUpdated(
+  db: DbOrTx,
+  campaignId: string,
+  /** The counts when the caller knows them (a start: every recipient queued), saving a count. */
+  known?: CampaignCounts,
+): Promise<void> {
   const [campaign] = await db
     .update(campaigns)
     .set({ lastEventAt: sql`now()` })
@@ -79,7 +91,7 @@ export async function campaignUpdated(db: DbOrTx, campaignId: string): Promise<v
       max_attempts := 5)`);
     return;
   }
-  const counts = (await countsOf(db, [campaignId])).get(campaignId) as CampaignCounts;
+  const counts = known ?? ((await countsOf(db, [campaignId])).get(campaignId) as CampaignCounts);
   await db.execute(
     sql`select record_account_event(${campaign.accountId}::uuid, 'campaign.updated', ${JSON.stringify(
       toCampaignJson(campaign, counts),
