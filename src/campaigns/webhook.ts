@@ -4,6 +4,7 @@ import {
   campaignRecipients,
   campaigns,
   contacts,
+  messages,
   messageTemplates,
   messagingConfigs,
   type RecipientStatus,
@@ -25,7 +26,7 @@ const RECIPIENT_PREDECESSORS: Record<StatusUpdate["status"], RecipientStatus[]> 
 /**
  * What Meta's webhooks mean for campaigns: statuses of campaign messages move
  * their recipients (sent, delivered, read, failed with Meta's code and title);
- * a customer message after a campaign message marks that recipient
+ * a customer message after a campaign message (the latest of their conversation) marks that recipient
  * `replied`, and a text or quick-reply tap equal to an opt-out keyword opts
  * the contact out. Idempotent: a redelivered webhook changes nothing more.
  */
@@ -52,13 +53,19 @@ export async function applyCampaignWebhook(
   for (const message of input.inbound) {
     const { rows } = await db.execute<{ campaign_id: string }>(sql`
       update ${campaignRecipients} r set status = 'replied', updated_at = now()
-       where (r.campaign_id, r.contact_id) = (select r2.campaign_id, r2.contact_id from ${campaignRecipients} r2
-                      where r2.contact_id = ${message.contactId}::uuid
-                        and r2.status in ('sent', 'delivered', 'read', 'unknown')
-                      order by r2.updated_at desc limit 1)
+       where r.message_id = (select m.id from ${messages} m
+                              where m.conversation_id = ${message.conversationId}::uuid
+                                and m.campaign_id is not null
+                              order by m.created_at desc limit 1)
+         and r.status in ('sent', 'delivered', 'read', 'unknown')
       returning r.campaign_id`);
     for (const row of rows) touched.add(row.campaign_id);
-    if (message.text && ["text", "button", "interactive"].includes(message.messageType)) {
+    // Keywords are at most 64 characters: a longer text needs no look at the settings.
+    if (
+      message.text &&
+      message.text.length <= 64 &&
+      ["text", "button", "interactive"].includes(message.messageType)
+    ) {
       const settings = await getSettings(db, message.accountId);
       if (matchesKeyword(message.text, settings.optOutKeywords)) {
         await db

@@ -38,7 +38,8 @@ ALTER TABLE "campaigns" ADD CONSTRAINT "campaigns_created_by_users_id_fk" FOREIG
 ALTER TABLE "messages" ADD CONSTRAINT "messages_campaign_id_campaigns_id_fk" FOREIGN KEY ("campaign_id") REFERENCES "public"."campaigns"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "campaigns_account_created_idx" ON "campaigns" USING btree ("account_id","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
 CREATE INDEX "campaign_recipients_campaign_status_idx" ON "campaign_recipients" USING btree ("campaign_id","status","contact_id");--> statement-breakpoint
-CREATE INDEX "campaign_recipients_message_idx" ON "campaign_recipients" USING btree ("message_id");
+CREATE INDEX "messages_campaign_conversation_idx" ON "messages" USING btree ("conversation_id","created_at") WHERE "messages"."campaign_id" is not null;--> statement-breakpoint
+CREATE INDEX "campaign_recipients_message_idx" ON "campaign_recipients" USING btree ("message_id") WHERE "campaign_recipients"."message_id" is not null;
 --> statement-breakpoint
 -- Recipient rows go with their campaign and their contact. Not foreign keys (nor one to messages): a
 -- key's check runs a trigger per inserted row, which doubled the time of a 100,000-recipient snapshot

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
@@ -92,6 +93,7 @@ export const campaignRecipients = pgTable(
   (t) => [
     primaryKey({ columns: [t.campaignId, t.contactId] }),
     index("campaign_recipients_campaign_status_idx").on(t.campaignId, t.status, t.contactId),
-    index("campaign_recipients_message_idx").on(t.messageId),
+    // Partial: the snapshot writes no entry (no message yet).
+    index("campaign_recipients_message_idx").on(t.messageId).where(sql`${t.messageId} is not null`),
   ],
 );

@@ -152,6 +152,10 @@ export const messages = pgTable(
   (t) => [
     uniqueIndex("messages_account_message_id_uq").on(t.accountId, t.messageId),
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
+    // A conversation's campaign messages (a reply marks the latest one's recipient `replied`).
+    index("messages_campaign_conversation_idx")
+      .on(t.conversationId, t.createdAt)
+      .where(sql`${t.campaignId} is not null`),
     // Inbox search by message text (pg_trgm): any substring, at any number of messages.
     index("messages_text_trgm_idx").using("gin", t.text.op("gin_trgm_ops")),
   ],
