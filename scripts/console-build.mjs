@@ -3,6 +3,7 @@
 // second `npm start` skips the build.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -50,6 +51,15 @@ export function consoleIsFresh() {
   return readFileSync(hashFile, "utf8").trim() === consoleSourceHash();
 }
 
+/**
+ * Ends the esbuild service process Vite started (it would otherwise live as long as this process,
+ * with this process's environment). Vite's own copy of esbuild, which may differ from ours.
+ */
+async function stopEsbuild() {
+  const fromVite = createRequire(createRequire(import.meta.url).resolve("vite"));
+  await fromVite("esbuild").stop();
+}
+
 /** Builds unless fresh (or when forced); answers whether it built. */
 export async function buildConsole({ force = false, quiet = false } = {}) {
   if (!force && consoleIsFresh()) return false;
@@ -69,6 +79,7 @@ export async function buildConsole({ force = false, quiet = false } = {}) {
   } finally {
     if (nodeEnv === undefined) delete process.env.NODE_ENV;
     else process.env.NODE_ENV = nodeEnv;
+    await stopEsbuild();
   }
   writeFileSync(hashFile, `${sourceHash}\n`);
   return true;
