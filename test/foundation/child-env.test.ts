@@ -19,7 +19,7 @@ const linux = existsSync("/proc/self/stat");
 if (!linux) console.log("SKIPPED: child process environment tests need Linux /proc");
 
 const SECRETS = {
-  ENCRYPTION_KEY: "c0ffee".repeat(10).slice(0, 60) + "beef",
+  ENCRYPTION_KEY: `${"c0ffee".repeat(10)}beef`,
   AUTH_SECRET: "auth-secret-kept-inside-the-service-0001",
   META_APP_SECRET: "meta-app-secret-kept-inside-the-service-02",
   REDIS_URL: "redis://:redis-password-kept-inside-03@127.0.0.1:1/0",
