@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { reduceOwnEnvironment } from "./child-env.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const consoleDir = path.join(root, "console");
@@ -86,6 +87,8 @@ export async function buildConsole({ force = false, quiet = false } = {}) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  // Run on its own (`npm run build:console`): the bundler gets the minimal environment too.
+  reduceOwnEnvironment();
   const started = performance.now();
   const built = await buildConsole({ force: process.argv.includes("--force") });
   console.log(
