@@ -31,7 +31,8 @@ function authBodyProblem(body: Record<string, unknown>): string | null {
     if (value !== null && typeof value === "object")
       return `${field} must be a string, a number or a boolean`;
     if (typeof value !== "string") {
-      if (USER_FIELD_LIMITS.has(field) && value !== undefined && value !== null)
+      // Only the image may be null (it removes the picture); a null name or email is refused here, not by the database.
+      if (USER_FIELD_LIMITS.has(field) && value !== undefined && !(value === null && field === "image"))
         return `${field} must be a string`;
       continue;
     }
