@@ -340,7 +340,8 @@ export function registerIdentityRoutes(
     const parsed = tryParseJson(request);
     const token = parsed.ok ? (parsed.value as { token?: unknown } | null)?.token : undefined;
     const [pending] =
-      typeof token === "string" && token
+      // Only what a reset token can look like reaches the query; better-auth answers the rest.
+      typeof token === "string" && /^[A-Za-z0-9_-]{1,200}$/.test(token)
         ? await db
             .select({ userId: verifications.value })
             .from(verifications)
