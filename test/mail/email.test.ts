@@ -177,6 +177,46 @@ describe("invitations by email", () => {
   });
 });
 
+describe("email verification", () => {
+  it("sends the link again on request, answering an unknown email alike, and the link verifies", async () => {
+    const email = uniqueEmail("resend");
+    const user = await register(t.app, email);
+    await smtp.waitFor(mailTo(email, /Confirm your email/));
+    const resend = (address: string) =>
+      t.app.inject({ method: "POST", url: "/api/auth/send-verification-email", payload: { email: address } });
+    const known = await resend(email);
+    const unknown = await resend(uniqueEmail("nobody"));
+    expect(known.statusCode).toBe(200);
+    expect(unknown.statusCode).toBe(200);
+    expect(unknown.body).toBe(known.body);
+    await t.app.deps.jobs.drain();
+    const mails = smtp.received.filter(mailTo(email, /Confirm your email/));
+    expect(mails).toHaveLength(2);
+    const link = new URL(String(mails[1]?.link));
+    expect((await t.app.inject({ method: "GET", url: `${link.pathname}${link.search}` })).statusCode).toBe(
+      302,
+    );
+    expect(await emailVerified(user)).toBe(true);
+    // A verified user signed in is told so; nothing is sent.
+    const again = await t.app.inject({
+      method: "POST",
+      url: "/api/auth/send-verification-email",
+      headers: user.headers,
+      payload: { email },
+    });
+    expect(again.statusCode).toBe(400);
+  });
+
+  it("refuses a forged or altered link", async () => {
+    const bad = await t.app.inject({
+      method: "GET",
+      url: "/api/auth/verify-email?token=not.a.jwt&callbackURL=%2F",
+    });
+    expect(bad.statusCode).toBe(302);
+    expect(bad.headers.location).toBe("/?error=INVALID_TOKEN");
+  });
+});
+
 describe("password reset", () => {
   it("sets a new password from the mailed link, ends every session, and works once", async () => {
     const email = uniqueEmail("forgetful");
