@@ -2,8 +2,8 @@ import type { FastifyServerOptions } from "fastify";
 
 /** Query parameters whose values are logged; every other value is masked (it may be a token or a message text). */
 const KEPT_QUERY = new Set(["limit", "cursor", "after", "status", "hub.mode"]);
-/** Paths that carry secrets: an invitation's token (up to its final `/accept`). */
-const SECRET_PATH = /(\/api\/invitations\/).*?(\/accept\/?)?$/i;
+/** Paths that carry secrets: an invitation's token (up to its final `/accept`), the console's invitation page. */
+const SECRET_PATH = /(\/api\/invitations\/|^\/invite\/).*?(\/accept\/?)?$/i;
 
 const decode = (text: string): string | undefined => {
   try {
