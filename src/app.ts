@@ -34,6 +34,8 @@ import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
+import { createMailer } from "./mail/mailer.js";
+import { queueMail } from "./mail/queue.js";
 import { registerMediaRoutes } from "./media/routes.js";
 import { createMediaStore } from "./media/store.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
@@ -214,13 +216,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // preservePath: a filename with path separators is refused (400), not quietly cut to its last part.
   await app.register(multipart, { limits: MULTIPART_LIMITS, preservePath: true });
 
-  const auth = createAuth(database.db, config, app.log);
+  const cipher = createTokenCipher(config.encryptionKey);
+  const mailer = createMailer(config, app.log.child({ component: "mail" }));
+  const auth = createAuth(database.db, config, app.log, {
+    queue: (mail) => queueMail(database.db, cipher, mail),
+    verifyOnSignUp: mailer.mode === "smtp",
+  });
   const deps: AppDeps = {
     config,
     db: database.db,
     pool: database.pool,
     sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
-    cipher: createTokenCipher(config.encryptionKey),
+    cipher,
     graph: createGraphClient({
       baseUrl: config.graphApiUrl,
       version: config.graphApiVersion,
@@ -228,6 +235,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }),
     media: createMediaStore(config.mediaStore),
     jobs: createJobs(database.pool),
+    mailer,
     log: app.log,
     now: options.now ?? (() => new Date()),
     eventHub: createEventHub({ connectionString: database.url }, app.log),
@@ -236,6 +244,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   app.decorate("deps", deps);
   app.addHook("onClose", () => deps.eventHub.close());
+  app.addHook("onClose", async () => mailer.close());
 
   app.get(
     "/healthz",

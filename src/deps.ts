@@ -5,6 +5,7 @@ import type { Database } from "./db/client.js";
 import type { DeliveryPolicy } from "./events/delivery.js";
 import type { EventHub } from "./events/hub.js";
 import type { Jobs } from "./jobs/drain.js";
+import type { Mailer } from "./mail/mailer.js";
 import type { MediaStore } from "./media/store.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
@@ -24,6 +25,8 @@ export interface AppDeps {
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;
+  /** Outgoing email (SMTP, or the development outbox); mails are queued (mail/queue.ts), never sent from a request. */
+  mailer: Mailer;
   /** The process's logger (background tasks log through it). */
   log: FastifyBaseLogger;
   now: () => Date;

@@ -3,6 +3,7 @@ import { lazy, Suspense, useEffect, useLayoutEffect } from "react";
 import { Redirect, Route, Switch, useLocation } from "wouter";
 import { AcceptInvitePage } from "./features/auth/accept-invite";
 import { OnboardingPage } from "./features/auth/onboarding";
+import { ForgotPasswordPage, ResetPasswordPage } from "./features/auth/reset-password";
 import { SignInPage, SignUpPage } from "./features/auth/sign-in";
 import { CampaignView } from "./features/campaigns/campaign-view";
 import { CampaignWizard } from "./features/campaigns/campaign-wizard";
@@ -113,6 +114,8 @@ export function App() {
     <Switch>
       <Route path="/sign-in" component={SignInPage} />
       <Route path="/sign-up" component={SignUpPage} />
+      <Route path="/forgot-password" component={ForgotPasswordPage} />
+      <Route path="/reset-password" component={ResetPasswordPage} />
       <Route>
         <SignedIn />
       </Route>

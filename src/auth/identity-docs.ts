@@ -86,3 +86,30 @@ export const throttled = {
     "Too many failed sign-ins for this email or from this address: `{ error, retry_after_seconds }`, with `Retry-After`",
   body: z.object({ error: z.string(), retry_after_seconds: z.int() }),
 };
+
+export const requestPasswordResetBody = z.object({ email: z.email() });
+
+export const resetPasswordBody = z.object({
+  token: z.string().describe("The `token` of the reset link (`/reset-password?token=...`)"),
+  newPassword: z.string().min(8).max(128),
+});
+
+export const sendVerificationBody = z.object({
+  email: z.email().describe("With a session: the caller's own email"),
+});
+
+export const verifyEmailQuery = z.object({
+  token: z.string().describe("The token of the verification link"),
+  callbackURL: z.string().optional().describe("Where the browser goes next (a path of this service)"),
+});
+
+export const mailRequestAnswer = z.object({
+  status: z.boolean(),
+  message: z.string().optional(),
+});
+
+export const mailThrottled = {
+  description:
+    "Too many mail requests for this email or from this address: `{ error, retry_after_seconds }`, with `Retry-After`",
+  body: z.object({ error: z.string(), retry_after_seconds: z.int() }),
+};

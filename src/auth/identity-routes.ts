@@ -1,6 +1,8 @@
 import { fromNodeHeaders } from "better-auth/node";
+import { eq } from "drizzle-orm";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import { verifications } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { docs, type ResponseDoc } from "../http/openapi.js";
@@ -11,7 +13,12 @@ import {
   changePasswordBody,
   getSessionAnswer,
   listSessionsAnswer,
+  mailRequestAnswer,
+  mailThrottled,
+  requestPasswordResetBody,
+  resetPasswordBody,
   revokeSessionBody,
+  sendVerificationBody,
   signInAnswer,
   signInBody,
   signOutAnswer,
@@ -20,6 +27,7 @@ import {
   statusAnswer,
   throttled,
   updateUserBody,
+  verifyEmailQuery,
 } from "./identity-docs.js";
 import { isBrowserRequest, ownOrigins } from "./origins.js";
 
@@ -29,6 +37,7 @@ interface IdentityRoute {
   summary: string;
   description?: string;
   body?: z.ZodType;
+  querystring?: z.ZodType;
   responses: Record<number, ResponseDoc>;
   public?: boolean;
 }
@@ -132,9 +141,72 @@ const ROUTES: IdentityRoute[] = [
       403: originRefused,
     },
   },
+  {
+    method: "POST",
+    path: "/request-password-reset",
+    summary: "Email a password reset link",
+    description:
+      "Answers alike, and in about the same time, whether or not a user has this email; when one has, a mail with a link to the console's `/reset-password?token=...` page is queued (valid an hour, once). Requests are limited per email and per client address (SIGN_IN_RATE_LIMIT, SIGN_IN_IP_RATE_LIMIT), known and unknown emails alike.",
+    body: requestPasswordResetBody,
+    responses: {
+      200: { description: "Accepted (whether or not the email is known)", body: mailRequestAnswer },
+      400: "Invalid email",
+      403: originRefused,
+      429: mailThrottled,
+    },
+    public: true,
+  },
+  {
+    method: "POST",
+    path: "/reset-password",
+    summary: "Set a new password with the token of a reset link",
+    description:
+      "The token works once. Every session of the user ends, and the user's email counts as verified (the link only ever went to that mailbox).",
+    body: resetPasswordBody,
+    responses: {
+      200: { description: "Password changed; sign in again", body: statusAnswer },
+      400: "Invalid or expired token, or a password shorter than 8 or longer than 128 characters",
+      403: originRefused,
+    },
+    public: true,
+  },
+  {
+    method: "POST",
+    path: "/send-verification-email",
+    summary: "Email a link that verifies the email address (again)",
+    description:
+      "Without a session: answers alike whether or not the email is known, and mails only a user whose email is not verified yet. With one: the caller's own email (400 when it is another, or already verified). Limited like /request-password-reset.",
+    body: sendVerificationBody,
+    responses: {
+      200: { description: "Accepted", body: mailRequestAnswer },
+      400: "Invalid email; with a session, another email or one already verified",
+      403: originRefused,
+      429: mailThrottled,
+    },
+    public: true,
+  },
+  {
+    method: "GET",
+    path: "/verify-email",
+    summary: "The link of the verification mail: marks the email verified",
+    description:
+      "Opens no session. With `callbackURL` (the mailed link has `/`) the answer is a redirect there, with `?error=INVALID_TOKEN` or `TOKEN_EXPIRED` when the link is bad.",
+    querystring: verifyEmailQuery,
+    responses: {
+      200: { description: "Verified (without callbackURL)", body: mailRequestAnswer },
+      302: "Verified, or not (see `error` in the Location), and sent on to callbackURL",
+      401: "Invalid or expired token (without callbackURL)",
+    },
+    public: true,
+  },
 ];
 
 const SIGN_IN = "/api/auth/sign-in/email";
+/** Routes that send a mail: throttled per email and per address, every request counted. */
+const MAIL_REQUESTS = new Set(["/api/auth/request-password-reset", "/api/auth/send-verification-email"]);
+const RESET_PASSWORD = "/api/auth/reset-password";
+/** A reset request answers no sooner than this, so that a known email (a mail queued) takes no longer than an unknown one. */
+const MAIL_REQUEST_FLOOR_MS = 250;
 
 /** The email a sign-in names, as better-auth compares it (lower case). */
 function signInEmail(request: FastifyRequest): string | undefined {
@@ -156,9 +228,9 @@ const SIGN_UP = "/api/auth/sign-up/email";
 export function registerIdentityRoutes(
   app: FastifyInstance,
   auth: Auth,
-  deps: Pick<AppDeps, "config" | "sessions">,
+  deps: Pick<AppDeps, "config" | "sessions" | "db">,
 ) {
-  const { config, sessions } = deps;
+  const { config, sessions, db } = deps;
   const ownOrigin = ownOrigins(config)[0] ?? new URL(config.publicUrl).origin;
   const throttle = {
     email: createRateLimiter(app, deps, config.signInRateLimit, "Too many failed sign-ins; try again later"),
@@ -167,6 +239,16 @@ export function registerIdentityRoutes(
       deps,
       config.signInIpRateLimit,
       "Too many failed sign-ins; try again later",
+    ),
+  };
+
+  const mailThrottle = {
+    email: createRateLimiter(app, deps, config.signInRateLimit, "Too many mail requests; try again later"),
+    address: createRateLimiter(
+      app,
+      deps,
+      config.signInIpRateLimit,
+      "Too many mail requests; try again later",
     ),
   };
 
@@ -180,11 +262,14 @@ export function registerIdentityRoutes(
         summary: route.summary,
         description: route.description,
         body: route.body,
+        querystring: route.querystring,
         responses: route.responses,
         public: route.public,
       }),
       handler: async (request, reply) => {
         if (url === SIGN_IN) return signIn(request, reply);
+        if (MAIL_REQUESTS.has(url)) return mailRequest(request, reply);
+        if (url === RESET_PASSWORD) return resetPassword(request, reply);
         if (route.method === "GET" || url === SIGN_UP) return forward(request, reply);
         // Resolved before the call: a sign-out leaves no session to read afterwards.
         const before = await auth.api
@@ -231,6 +316,41 @@ export function registerIdentityRoutes(
         await throttle.address.refund(addressKey);
         if (emailKey) await (status < 300 ? throttle.email.reset(emailKey) : throttle.email.refund(emailKey));
       }
+    }
+  }
+
+  /**
+   * A request that may send a mail: counted per email and per client address
+   * (known and unknown emails alike, none given back), and answered no sooner
+   * than MAIL_REQUEST_FLOOR_MS.
+   */
+  async function mailRequest(request: FastifyRequest, reply: FastifyReply) {
+    const started = Date.now();
+    await mailThrottle.address.consume(`mail:address:${request.ip}`);
+    const email = signInEmail(request);
+    if (email) await mailThrottle.email.consume(`mail:email:${email}`);
+    const answer = await forward(request, reply);
+    const wait = MAIL_REQUEST_FLOOR_MS - (Date.now() - started);
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    return answer;
+  }
+
+  /** A reset ends the user's sessions: this instance forgets them once it has. */
+  async function resetPassword(request: FastifyRequest, reply: FastifyReply) {
+    const parsed = tryParseJson(request);
+    const token = parsed.ok ? (parsed.value as { token?: unknown } | null)?.token : undefined;
+    const [pending] =
+      // Only what a reset token can look like reaches the query; better-auth answers the rest.
+      typeof token === "string" && /^[A-Za-z0-9_-]{1,200}$/.test(token)
+        ? await db
+            .select({ userId: verifications.value })
+            .from(verifications)
+            .where(eq(verifications.identifier, `reset-password:${token}`))
+        : [];
+    try {
+      return await forward(request, reply);
+    } finally {
+      if (pending) sessions.forgetUser(pending.userId);
     }
   }
 

@@ -1,16 +1,19 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Db } from "../db/client.js";
+import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
-import { requireAccount, requireOwner, type Sessions } from "./session.js";
+import { invitationMail } from "../mail/messages.js";
+import { queueMail } from "../mail/queue.js";
+import { requireAccount, requireOwner } from "./session.js";
 import {
   acceptInvitation,
   createAccount,
   createInvitation,
+  EMAIL_NOT_VERIFIED,
   getAccount,
   listMembers,
   toAccountJson,
@@ -35,7 +38,11 @@ const invitationAnswer = z.object({
   invitation: z.object({
     id: z.uuid(),
     email: z.string(),
-    token: z.string().describe("Shown once; the invitee accepts with it"),
+    token: z
+      .string()
+      .describe(
+        "Shown once. The invitee accepts with it only once their email is verified; the invitation mail carries another token that proves the mailbox by itself",
+      ),
     expires_at: timestamp,
   }),
 });
@@ -56,8 +63,15 @@ const membersAnswer = z.object({
 
 const noAccount = "The caller's profile has no account";
 
-export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions }) {
-  const { db, sessions } = deps;
+/** The console's page where an invitation is accepted. */
+export const invitationLink = (publicUrl: string, token: string) =>
+  `${publicUrl}/invite/${encodeURIComponent(token)}`;
+
+export function registerTenancyRoutes(
+  app: FastifyInstance,
+  deps: Pick<AppDeps, "db" | "sessions" | "cipher" | "config">,
+) {
+  const { db, sessions, cipher, config } = deps;
 
   app.get(
     "/api/me",
@@ -105,7 +119,8 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
     docs({
       tags: ["accounts"],
       summary: "Invite someone by email to the caller's account (owner only, valid 7 days)",
-      description: "Only the user who signs in with that email can accept the invitation.",
+      description:
+        "Emails the invitation (a link with a token that only the mail carries). Only the user who signs in with that email can accept it, with proof of the mailbox: the mailed link, or, with the `token` answered here, an email they have verified.",
       body: invitationBody,
       responses: {
         201: { description: "Created", body: invitationAnswer },
@@ -117,11 +132,23 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
       const caller = await sessions.require(request);
       const accountId = requireOwner(caller);
       const body = parse(invitationBody, readJsonObject(request));
-      const invitation = await createInvitation(db, {
-        accountId,
-        invitedBy: caller.userId,
-        email: body.email,
-      });
+      const account = await getAccount(db, accountId);
+      const invitation = await createInvitation(
+        db,
+        { accountId, invitedBy: caller.userId, email: body.email },
+        (tx, invited) =>
+          queueMail(
+            tx,
+            cipher,
+            invitationMail({
+              to: invited.email,
+              accountName: account?.name ?? "a team",
+              inviterName: caller.name,
+              link: invitationLink(config.publicUrl, invited.mailboxToken),
+              expiresAt: invited.expiresAt,
+            }),
+          ),
+      );
       return reply.code(201).send({ invitation });
     },
   );
@@ -131,10 +158,12 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
     docs({
       tags: ["accounts"],
       summary: "Join the account that issued the invitation",
+      description:
+        "The token is the invitation mail's (proof of the mailbox: it also marks the caller's email verified) or the one answered to the owner (accepted only when the caller's email is verified).",
       params: tokenParams,
       responses: {
         200: { description: "Joined as a member", body: accountAnswer },
-        403: "The invitation was sent to another email address",
+        403: `The invitation was sent to another email address; or \`code: "email_not_verified"\`: ${EMAIL_NOT_VERIFIED}`,
         404: "Invitation not found, used or expired",
         409: "The caller already belongs to an account",
       },

@@ -7,6 +7,7 @@ import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
 import { sendBotMessage } from "./send-bot-message.js";
+import { sendMail } from "./send-mail.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
 
 /**
@@ -22,5 +23,6 @@ export const TASKS: Record<string, Task> = {
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,
   "send-bot-message": sendBotMessage,
+  "send-mail": sendMail,
   "sweep-timeouts": sweepTimeouts,
 };
