@@ -323,10 +323,22 @@ describe("running a campaign", () => {
     );
     expect(lines).toHaveLength(61);
 
-    const events = (await api(b.user.headers, "GET", "/api/events?limit=200")).json().events as Json[];
-    const updates = events.filter((e) => e.type === "campaign.updated");
-    expect(updates.length).toBeGreaterThan(0);
-    expect(updates.at(-1)?.data).toMatchObject({ id: campaign.id });
+    // The last change's event is held back to keep one a second: it comes within 1.1 s.
+    let updates: Json[] = [];
+    for (let tries = 0; tries < 40; tries++) {
+      const events = (await api(b.user.headers, "GET", "/api/events?limit=500")).json().events as Json[];
+      updates = events.filter((e) => e.type === "campaign.updated" && e.data.id === campaign.id);
+      if (updates.at(-1)?.data.status === "completed") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(updates.at(-1)?.data).toMatchObject({
+      id: campaign.id,
+      status: "completed",
+      counts: { sent: 60 },
+    });
+    // At most one a second.
+    const times = updates.map((e) => Date.parse(e.created_at));
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1000);
   });
 
   it("records Meta's refusals: 131026 failed with code and title, 131049 deferred, opted out since: skipped", async () => {
