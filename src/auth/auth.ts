@@ -7,6 +7,7 @@ import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { authCredentials, profiles, sessions, users, verifications } from "../db/schema/index.js";
 import { storableProblem } from "../http/input.js";
+import { hashedSessionTokens } from "./hashed-sessions.js";
 import { ownOrigins } from "./origins.js";
 
 /** Longest accepted user fields (better-auth itself bounds only the password). */
@@ -31,7 +32,8 @@ function authBodyProblem(body: Record<string, unknown>): string | null {
     if (value !== null && typeof value === "object")
       return `${field} must be a string, a number or a boolean`;
     if (typeof value !== "string") {
-      if (USER_FIELD_LIMITS.has(field) && value !== undefined && value !== null)
+      // Only the image may be null (it removes the picture); a null name or email is refused here, not by the database.
+      if (USER_FIELD_LIMITS.has(field) && value !== undefined && !(value === null && field === "image"))
         return `${field} must be a string`;
       continue;
     }
@@ -71,10 +73,13 @@ export function createAuth(
     basePath: "/api/auth",
     trustedOrigins: ownOrigins(config),
     secret: config.authSecret,
-    database: drizzleAdapter(db, {
-      provider: "pg",
-      schema: { users, sessions, auth_credentials: authCredentials, verifications },
-    }),
+    // Session tokens are stored as SHA-256 hashes (see hashed-sessions.ts).
+    database: hashedSessionTokens(
+      drizzleAdapter(db, {
+        provider: "pg",
+        schema: { users, sessions, auth_credentials: authCredentials, verifications },
+      }),
+    ),
     user: { modelName: "users" },
     session: { modelName: "sessions" },
     account: { modelName: "auth_credentials" },
@@ -82,7 +87,8 @@ export function createAuth(
     // No session from sign-up: it answers alike whether or not the email is taken
     // (better-auth's generic duplicate answer), so it cannot tell who has an account.
     emailAndPassword: { enabled: true, autoSignIn: false, minPasswordLength: 8 },
-    plugins: [bearer()],
+    // A bearer token is the signed cookie value (`set-auth-token`); the unsigned token alone is no credential.
+    plugins: [bearer({ requireSignature: true })],
     // Origin and CSRF checks stay on whatever NODE_ENV says (better-auth skips them under test).
     advanced: { database: { generateId: "uuid" }, disableOriginCheck: false, disableCSRFCheck: false },
     // Our own limiter covers what needs one; better-auth's would key on IPs we may not see.

@@ -3,6 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
+import { unauthorized } from "../http/errors.js";
+import { isUuid } from "../http/ids.js";
 import { docs, type ResponseDoc } from "../http/openapi.js";
 import { createRateLimiter } from "../http/rate-limit.js";
 import type { Auth } from "./auth.js";
@@ -135,6 +137,47 @@ const ROUTES: IdentityRoute[] = [
 ];
 
 const SIGN_IN = "/api/auth/sign-in/email";
+const LIST_SESSIONS = "/api/auth/list-sessions";
+const REVOKE_ONE = "/api/auth/revoke-session";
+const REVOKE_OTHERS = "/api/auth/revoke-other-sessions";
+const CHANGE_PASSWORD = "/api/auth/change-password";
+
+/** A change to a successful better-auth answer before it is sent. */
+type Rewrite = (text: string, headers: Headers) => string;
+
+/**
+ * The `token` of an answer that opens a session (sign-in, change-password with
+ * revokeOtherSessions) as the bearer credential: the signed value of
+ * `set-auth-token`, not better-auth's bare token, which is no credential.
+ */
+const signedToken: Rewrite = (text, headers) => {
+  const signed = headers.get("set-auth-token");
+  const body = JSON.parse(text) as { token?: unknown };
+  if (typeof body.token !== "string") return text;
+  return JSON.stringify({ ...body, token: signed ?? null });
+};
+
+/** list-sessions without the tokens: a session is named by its id (revoke-session takes it). */
+const withoutTokens: Rewrite = (text) => {
+  const list = JSON.parse(text) as Record<string, unknown>[];
+  return JSON.stringify(list.map(({ token: _token, ...session }) => session));
+};
+
+/**
+ * The session id that revoke-session names (`{ id }`), or undefined when it
+ * names a token instead: then the token's signature, if it came with one, is
+ * dropped, since better-auth compares bare tokens.
+ */
+function sessionIdToRevoke(request: FastifyRequest): string | undefined {
+  const parsed = tryParseJson(request);
+  if (!parsed.ok || !parsed.value || typeof parsed.value !== "object") return undefined;
+  const body = parsed.value as { id?: unknown; token?: unknown };
+  if (typeof body.id === "string" && isUuid(body.id)) return body.id;
+  if (typeof body.token === "string" && body.token.includes(".")) {
+    request.body = JSON.stringify({ ...body, token: body.token.slice(0, body.token.indexOf(".")) });
+  }
+  return undefined;
+}
 
 /** The email a sign-in names, as better-auth compares it (lower case). */
 function signInEmail(request: FastifyRequest): string | undefined {
@@ -156,9 +199,9 @@ const SIGN_UP = "/api/auth/sign-up/email";
 export function registerIdentityRoutes(
   app: FastifyInstance,
   auth: Auth,
-  deps: Pick<AppDeps, "config" | "sessions">,
+  deps: Pick<AppDeps, "config" | "sessions" | "pool">,
 ) {
-  const { config, sessions } = deps;
+  const { config, sessions, pool } = deps;
   const ownOrigin = ownOrigins(config)[0] ?? new URL(config.publicUrl).origin;
   const throttle = {
     email: createRateLimiter(app, deps, config.signInRateLimit, "Too many failed sign-ins; try again later"),
@@ -185,18 +228,39 @@ export function registerIdentityRoutes(
       }),
       handler: async (request, reply) => {
         if (url === SIGN_IN) return signIn(request, reply);
-        if (route.method === "GET" || url === SIGN_UP) return forward(request, reply);
+        if (url === SIGN_UP) return forward(request, reply);
+        if (route.method === "GET")
+          return forward(request, reply, url === LIST_SESSIONS ? withoutTokens : undefined);
         // Resolved before the call: a sign-out leaves no session to read afterwards.
         const before = await auth.api
           .getSession({ headers: fromNodeHeaders(request.headers) })
           .catch(() => null);
+        // Spec section 5: a missing or invalid session is 401 (sign-out included).
+        if (!before) throw unauthorized();
         try {
-          return await forward(request, reply);
+          if (url === REVOKE_OTHERS) return await revokeOtherSessions(before.user.id, before.session.id);
+          if (url === REVOKE_ONE) {
+            const id = sessionIdToRevoke(request);
+            if (id) return await revokeSessionById(before.user.id, id);
+          }
+          return await forward(request, reply, url === CHANGE_PASSWORD ? signedToken : undefined);
         } finally {
-          if (before) sessions.forgetUser(before.user.id);
+          sessions.forgetUser(before.user.id);
         }
       },
     });
+  }
+
+  /** Every other session of the user ends (the rows go; the trigger tells every instance). */
+  async function revokeOtherSessions(userId: string, sessionId: string) {
+    await pool.query("delete from sessions where user_id = $1 and id <> $2", [userId, sessionId]);
+    return { status: true };
+  }
+
+  /** One of the user's sessions, named by its id (list-sessions), ends; another user's id changes nothing. */
+  async function revokeSessionById(userId: string, id: string) {
+    await pool.query("delete from sessions where user_id = $1 and id = $2", [userId, id]);
+    return { status: true };
   }
 
   async function signIn(request: FastifyRequest, reply: FastifyReply) {
@@ -223,7 +287,7 @@ export function registerIdentityRoutes(
     }
     let status = 500;
     try {
-      const answer = await forward(request, reply);
+      const answer = await forward(request, reply, signedToken);
       status = reply.statusCode;
       return answer;
     } finally {
@@ -234,7 +298,7 @@ export function registerIdentityRoutes(
     }
   }
 
-  async function forward(request: FastifyRequest, reply: FastifyReply) {
+  async function forward(request: FastifyRequest, reply: FastifyReply, rewrite?: Rewrite) {
     const headers = new Headers();
     for (const [name, value] of Object.entries(request.headers)) {
       if (value === undefined) continue;
@@ -257,7 +321,7 @@ export function registerIdentityRoutes(
     if (cookies.length) reply.header("set-cookie", cookies);
 
     const text = await response.text();
-    if (response.status < 400) return reply.send(text);
+    if (response.status < 400) return reply.send(rewrite ? rewrite(text, response.headers) : text);
     let message = response.statusText || "Request failed";
     let code: string | undefined;
     try {
