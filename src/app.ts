@@ -12,6 +12,7 @@ import { registerApiKeyRoutes } from "./auth/api-key-routes.js";
 import { createAuth } from "./auth/auth.js";
 import { registerIdentityRoutes } from "./auth/identity-routes.js";
 import { registerCrossOriginGuard } from "./auth/origins.js";
+import { createRevocations } from "./auth/revocations.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
@@ -216,6 +217,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     db: database.db,
     pool: database.pool,
     sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
+    revocations: createRevocations({ connectionString: database.url }, app.log),
     cipher: createTokenCipher(config.encryptionKey),
     graph: createGraphClient({
       baseUrl: config.graphApiUrl,
@@ -232,6 +234,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   app.decorate("deps", deps);
   app.addHook("onClose", () => deps.eventHub.close());
+  // A revocation on any instance empties this one's session cache for that user at once.
+  deps.revocations.subscribe((userId) =>
+    userId ? deps.sessions.forgetUser(userId) : deps.sessions.forgetAll(),
+  );
+  app.addHook("onReady", async () => deps.revocations.start());
+  app.addHook("onClose", () => deps.revocations.close());
 
   app.get(
     "/healthz",
