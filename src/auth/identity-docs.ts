@@ -95,6 +95,6 @@ export const listSessionsAnswer = z
 
 export const throttled = {
   description:
-    "Too many failed sign-ins for this email or from this address: `{ error, retry_after_seconds }`, with `Retry-After`",
+    "Too many failed sign-ins for this email from this client (backing off), or from this client address: `{ error, retry_after_seconds }`, with `Retry-After`",
   body: z.object({ error: z.string(), retry_after_seconds: z.int() }),
 };

@@ -6,7 +6,6 @@ import { tryParseJson } from "../http/body.js";
 import { unauthorized } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { docs, type ResponseDoc } from "../http/openapi.js";
-import { createRateLimiter } from "../http/rate-limit.js";
 import type { Auth } from "./auth.js";
 import {
   changePasswordAnswer,
@@ -24,6 +23,7 @@ import {
   updateUserBody,
 } from "./identity-docs.js";
 import { isBrowserRequest, ownOrigins } from "./origins.js";
+import { createSignInThrottle } from "./sign-in-throttle.js";
 
 interface IdentityRoute {
   method: "GET" | "POST";
@@ -59,7 +59,7 @@ const ROUTES: IdentityRoute[] = [
     path: "/sign-in/email",
     summary: "Sign in with email and password",
     description:
-      "Opens a session: the token is answered in the body and in the `set-auth-token` header (send it as `Authorization: Bearer <token>`), and set as a cookie for browsers. Failed attempts are limited per email and per client address (SIGN_IN_RATE_LIMIT, SIGN_IN_IP_RATE_LIMIT).",
+      "Opens a session: the token is answered in the body and in the `set-auth-token` header (send it as `Authorization: Bearer <token>`), and set as a cookie for browsers. Failed attempts are throttled without locking the email's owner out: per (email, client address) pair, SIGN_IN_RATE_LIMIT failures are free, then the pair backs off exponentially (429 with `Retry-After`); per client address over all emails, SIGN_IN_IP_RATE_LIMIT failures (then 429); per email over all clients, beyond SIGN_IN_EMAIL_RATE_LIMIT failures attempts are slowed, never refused.",
     body: signInBody,
     responses: {
       200: { description: "Signed in", body: signInAnswer },
@@ -203,15 +203,7 @@ export function registerIdentityRoutes(
 ) {
   const { config, sessions, pool } = deps;
   const ownOrigin = ownOrigins(config)[0] ?? new URL(config.publicUrl).origin;
-  const throttle = {
-    email: createRateLimiter(app, deps, config.signInRateLimit, "Too many failed sign-ins; try again later"),
-    address: createRateLimiter(
-      app,
-      deps,
-      config.signInIpRateLimit,
-      "Too many failed sign-ins; try again later",
-    ),
-  };
+  const throttle = createSignInThrottle(app, deps);
 
   for (const route of ROUTES) {
     const url = `/api/auth${route.path}`;
@@ -264,37 +256,14 @@ export function registerIdentityRoutes(
   }
 
   async function signIn(request: FastifyRequest, reply: FastifyReply) {
-    const email = signInEmail(request);
-    const addressKey = `sign-in:address:${request.ip}`;
-    const emailKey = email ? `sign-in:email:${email}` : undefined;
-    // Each attempt takes its point before the password is checked, so that
-    // concurrent attempts cannot overshoot the limit; attempts that turn out
-    // not to be wrong credentials give it back, and so do refused ones (the
-    // counter stays at the limit instead of climbing with every refusal).
-    try {
-      await throttle.address.consume(addressKey);
-    } catch (error) {
-      await throttle.address.refund(addressKey);
-      throw error;
-    }
-    if (emailKey) {
-      try {
-        await throttle.email.consume(emailKey);
-      } catch (error) {
-        await Promise.all([throttle.email.refund(emailKey), throttle.address.refund(addressKey)]);
-        throw error;
-      }
-    }
+    const attempt = await throttle.begin(signInEmail(request), request.ip);
     let status = 500;
     try {
       const answer = await forward(request, reply, signedToken);
       status = reply.statusCode;
       return answer;
     } finally {
-      if (status !== 401) {
-        await throttle.address.refund(addressKey);
-        if (emailKey) await (status < 300 ? throttle.email.reset(emailKey) : throttle.email.refund(emailKey));
-      }
+      await (status === 401 ? attempt.failed() : status < 300 ? attempt.succeeded() : attempt.voided());
     }
   }
 
