@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStream } from "../events/helpers.js";
-import { createTestApp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+import { addMember, createTestApp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 import { createKey, listen } from "./helpers.js";
 
 // Two instances of the service on one database, with the app's defaults (a 5 s session
@@ -78,6 +78,26 @@ describe("revocation reaches every instance at once", () => {
     } finally {
       await stream.close();
       await kept.close();
+    }
+  });
+
+  it("a member removed on one instance loses the account on another at once, open stream included", async () => {
+    const { user: owner } = await signUpWithAccount(a.app);
+    const member = await addMember(a.app, owner);
+    expect((await meOn(b, member.headers)).json().profile.role).toBe("member"); // cached on b
+    const stream = await openStream(`${urlB}/api/events/stream`, member.headers);
+    try {
+      await stream.waitFor(() => stream.comments.includes("connected"));
+      const removed = await a.app.inject({
+        method: "DELETE",
+        url: `/api/accounts/members/${member.id}`,
+        headers: owner.headers,
+      });
+      expect(removed.statusCode).toBe(200);
+      await within(1_000, () => stream.isEnded());
+      await within(1_000, async () => (await meOn(b, member.headers)).json().profile.account_id === null);
+    } finally {
+      await stream.close();
     }
   });
 });
