@@ -197,10 +197,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
           bearer: {
             type: "http",
             scheme: "bearer",
-            description: "A session token (sign-in's `set-auth-token`) or an API key",
+            description:
+              "A session's signed token (sign-in's `token`, also its `set-auth-token` header) or an API key. The token without its signature is no credential.",
           },
           cookie: { type: "apiKey", in: "cookie", name: "better-auth.session_token" },
-          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+          apiKey: {
+            type: "apiKey",
+            in: "header",
+            name: "X-API-Key",
+            description:
+              "An API key. When a request carries one (here, or as a bearer token starting `wak_`), the key is its only credential: an unknown, deleted or expired key is 401 even beside a valid session, never a fallback to the session.",
+          },
         },
       },
       security: [{ bearer: [] }, { cookie: [] }, { apiKey: [] }],

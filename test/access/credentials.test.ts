@@ -3,7 +3,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MIGRATIONS_DIR } from "../../src/db/migrate.js";
-import { createTestApp, signUp, type TestApp, type TestUser } from "../helpers/harness.js";
+import { createTestApp, signUp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
+import { createKey } from "./helpers.js";
 
 // No session cache: every request below is resolved from the database.
 let t: TestApp;
@@ -195,5 +196,42 @@ describe("sign-out and update-user answers", () => {
     });
     expect(image.statusCode).toBe(200);
     expect(((await me(user.headers)).json() as { user: { name: string } }).user.name).toBe("Kept Name");
+  });
+});
+
+describe("a request with both an API key and a session", () => {
+  it("is the key's: an invalid X-API-Key is 401 beside a valid bearer or cookie, a valid one acts as the key", async () => {
+    const { user: owner, accountId } = await signUpWithAccount(t.app);
+    const loner = await signUp(t.app);
+    const { key, id } = await createKey(t.app, owner);
+    const cookie = String(
+      (
+        await t.app.inject({
+          method: "POST",
+          url: "/api/auth/sign-in/email",
+          payload: { email: owner.email, password: PASSWORD },
+        })
+      ).headers["set-cookie"],
+    ).split(";")[0];
+    for (const session of [owner.headers, { cookie: String(cookie) }]) {
+      for (const bad of ["wak_unknown", "", "not-a-key"]) {
+        const response = await me({ ...session, "x-api-key": bad });
+        expect(response.statusCode, `${bad} beside ${Object.keys(session)}`).toBe(401);
+        expect(response.json()).toEqual({ error: "Unauthorized" });
+      }
+      expect((await me(session)).statusCode).toBe(200);
+    }
+    // A valid key beside another user's session: the request is the key's (member rights in its account).
+    const both = await me({ ...loner.headers, "x-api-key": key });
+    expect(both.statusCode).toBe(200);
+    expect(both.json().profile).toEqual({ user_id: owner.id, account_id: accountId, role: "member" });
+    // A deleted key never falls back to the session that came with it.
+    await t.app.inject({ method: "DELETE", url: `/api/api-keys/${id}`, headers: owner.headers });
+    expect((await me({ ...owner.headers, "x-api-key": key })).statusCode).toBe(401);
+
+    const spec = (await t.app.inject({ url: "/api/openapi.json" })).json() as {
+      components: { securitySchemes: Record<string, { description?: string }> };
+    };
+    expect(spec.components.securitySchemes.apiKey?.description).toMatch(/only credential.*401/);
   });
 });
