@@ -86,17 +86,19 @@ const ROUTES: IdentityRoute[] = [
   {
     method: "GET",
     path: "/list-sessions",
-    summary: "The caller's open sessions",
+    summary: "The caller's open sessions (without their tokens)",
     responses: { 200: { description: "Sessions", body: listSessionsAnswer } },
   },
   {
     method: "POST",
     path: "/revoke-session",
     summary: "End one of the caller's sessions",
+    description:
+      "Names the session by its `id` (from list-sessions) or by its token; a session of another user is left alone (the answer is the same).",
     body: revokeSessionBody,
     responses: {
       200: { description: "Revoked", body: statusAnswer },
-      400: "Token missing",
+      400: "Neither id nor token",
       403: originRefused,
     },
   },

@@ -76,6 +76,7 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
 
   return {
     async require(request) {
+      // A request carrying an API key is the key's: an invalid one is 401, never a fall-back to a session.
       const apiKey = apiKeyFromHeaders(request.headers);
       if (apiKey !== undefined) {
         const caller = await resolveApiKey(db, apiKey, new Date(now()));
