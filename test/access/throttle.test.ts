@@ -86,8 +86,6 @@ describe("sign-in throttling per (email, client)", () => {
     expect(answers.slice(PER_PAIR.points)).toContain(429);
     const fromHome = await signInFrom(t, "192.0.2.10", victim.email, PASSWORD);
     expect(fromHome.statusCode).toBe(200);
-    // And the attacker is still backing off.
-    expect((await signInFrom(t, attacker, victim.email, PASSWORD)).statusCode).toBe(429);
   });
 
   it("counts an unknown email like a known one, and leaves other emails alone", async () => {
