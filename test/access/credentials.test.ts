@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -48,6 +48,25 @@ describe("session tokens at rest", () => {
     expect((await me(bearer(String(stored)))).statusCode).toBe(401);
     expect((await me(bearer(`sha256:${stored}`))).statusCode).toBe(401);
     expect((await me(user.headers)).statusCode).toBe(200);
+  });
+
+  it("does not take a stored hash as a credential even signed with the auth secret (a leaked database and secret)", async () => {
+    const user = await signUp(t.app);
+    const [stored] = await storedTokens(user.id);
+    const signed = (value: string) =>
+      `${value}.${createHmac("sha256", t.config.authSecret).update(value).digest("base64")}`;
+    // The forging works: the bare token, signed so, is the user's bearer token.
+    const bare = await bareToken(user);
+    expect((await me(bearer(signed(bare)))).statusCode).toBe(200);
+    expect(
+      (await me({ cookie: `better-auth.session_token=${encodeURIComponent(signed(bare))}` })).statusCode,
+    ).toBe(200);
+    for (const value of [String(stored), `sha256:${stored}`]) {
+      expect((await me(bearer(signed(value)))).statusCode, value).toBe(401);
+      expect(
+        (await me({ cookie: `better-auth.session_token=${encodeURIComponent(signed(value))}` })).statusCode,
+      ).toBe(401);
+    }
   });
 
   it("keeps sessions opened before the migration: the migration hashes their tokens", async () => {
