@@ -15,6 +15,7 @@ import { registerCrossOriginGuard } from "./auth/origins.js";
 import { createRevocations } from "./auth/revocations.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
+import { registerBotsRoutes } from "./bots/routes.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
 import type { Config } from "./config.js";
 import { registerContactRoutes } from "./contacts/routes.js";
@@ -307,6 +308,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerTemplateRoutes(app, deps);
   registerMediaRoutes(app, deps);
   registerSettingsRoutes(app, deps);
+  registerBotsRoutes(app, deps);
 
   if (options.workers ?? config.workers) {
     const workers = await startWorkers(deps, {

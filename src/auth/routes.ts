@@ -47,6 +47,9 @@ const memberJson = z.object({
   name: z.string(),
   email: z.string(),
   role: role,
+  availability: z
+    .enum(["online", "away"])
+    .describe("Auto-assignment gives conversations only to online members"),
   joined_at: timestamp,
 });
 const membersAnswer = z.object({ members: z.array(memberJson) });

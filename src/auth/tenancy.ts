@@ -104,6 +104,7 @@ export async function listMembers(db: Db, accountId: string) {
       name: users.name,
       email: users.email,
       role: profiles.role,
+      availability: profiles.availability,
       joined_at: profiles.updatedAt,
     })
     .from(profiles)
@@ -173,10 +174,24 @@ export async function removeMember(db: Db, input: { accountId: string; callerId:
       .update(profiles)
       .set({ accountId: null, role: null, updatedAt: new Date() })
       .where(and(eq(profiles.userId, input.userId), eq(profiles.accountId, input.accountId)));
+    // Unassigned as PATCH /api/conversations/{id} would: that ends a pause the assignment caused
+    // (bots/automation.ts's automationForChange, which auth cannot import: bots imports auth).
+    const theirs = and(
+      eq(conversations.accountId, input.accountId),
+      eq(conversations.assignedTo, input.userId),
+    );
+    const now = new Date();
     await tx
       .update(conversations)
-      .set({ assignedTo: null, updatedAt: new Date() })
-      .where(and(eq(conversations.accountId, input.accountId), eq(conversations.assignedTo, input.userId)));
+      .set({
+        assignedTo: null,
+        automationState: "active",
+        automationUntil: null,
+        automationReason: null,
+        updatedAt: now,
+      })
+      .where(and(theirs, eq(conversations.automationReason, "assigned")));
+    await tx.update(conversations).set({ assignedTo: null, updatedAt: now }).where(theirs);
   });
 }
 

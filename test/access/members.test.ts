@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Sandbox } from "../../src/upstream/sandbox/server.js";
+import { insertContact, insertMessage } from "../helpers/fixtures.js";
 import { addMember, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 import { addNumber, bodyFor, health, remove, save, startWithSandbox } from "../messaging-config/setup.js";
 import { createKey } from "./helpers.js";
@@ -122,6 +123,28 @@ describe("DELETE /api/accounts/members/{user_id}", () => {
     expect((await t.app.inject({ url: "/api/conversations", headers: member.headers })).statusCode).toBe(403);
     expect(await roles(owner)).toEqual({ [owner.id]: "owner" });
     expect((await del(owner.headers, member.id)).statusCode).toBe(404);
+  });
+
+  it("unassigns the removed member's conversations, ending the pause their assignment caused", async () => {
+    const { user: owner, accountId } = await signUpWithAccount(t.app);
+    const member = await addMember(t.app, owner);
+    const { conversation } = await insertContact(t, { accountId });
+    await insertMessage(t, { accountId, conversationId: conversation.id });
+    const assigned = await t.app.inject({
+      method: "PATCH",
+      url: `/api/conversations/${conversation.id}`,
+      headers: owner.headers,
+      payload: { assigned_to: member.id },
+    });
+    expect(assigned.statusCode).toBe(200);
+    expect(assigned.json().conversation).toMatchObject({
+      assigned_to: member.id,
+      automation: { state: "paused", reason: "assigned" },
+    });
+    expect((await del(owner.headers, member.id)).statusCode).toBe(200);
+    const list = await t.app.inject({ url: "/api/conversations", headers: owner.headers });
+    const after = (list.json().conversations as { id: string }[]).find((c) => c.id === conversation.id);
+    expect(after).toMatchObject({ assigned_to: null, automation: { state: "active" } });
   });
 
   it("lets an owner leave when another owner remains", async () => {
