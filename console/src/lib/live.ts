@@ -111,6 +111,11 @@ export function startLive(client: QueryClient): () => void {
       setMode("connecting");
       return "denied" as const;
     }
+    // The last event seen is no longer kept (or never was): start afresh, refreshing the screen.
+    if (response.status === 400 && lastEventId) {
+      lastEventId = undefined;
+      return "ended" as const;
+    }
     if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
     setOnline(true);
     setMode("stream");
