@@ -12,6 +12,7 @@ import { registerApiKeyRoutes } from "./auth/api-key-routes.js";
 import { createAuth } from "./auth/auth.js";
 import { registerIdentityRoutes } from "./auth/identity-routes.js";
 import { registerCrossOriginGuard } from "./auth/origins.js";
+import { createRevocations } from "./auth/revocations.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
 import { registerBotsRoutes } from "./bots/routes.js";
@@ -202,10 +203,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
           bearer: {
             type: "http",
             scheme: "bearer",
-            description: "A session token (sign-in's `set-auth-token`) or an API key",
+            description:
+              "A session's signed token (sign-in's `token`, also its `set-auth-token` header) or an API key. The token without its signature is no credential.",
           },
           cookie: { type: "apiKey", in: "cookie", name: "better-auth.session_token" },
-          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+          apiKey: {
+            type: "apiKey",
+            in: "header",
+            name: "X-API-Key",
+            description:
+              "An API key. When a request carries one (here, or as a bearer token starting `wak_`), the key is its only credential: an unknown, deleted or expired key is 401 even beside a valid session, never a fallback to the session.",
+          },
         },
       },
       security: [{ bearer: [] }, { cookie: [] }, { apiKey: [] }],
@@ -227,6 +235,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     db: database.db,
     pool: database.pool,
     sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
+    revocations: createRevocations({ connectionString: database.url }, app.log),
     cipher,
     graph: createGraphClient({
       baseUrl: config.graphApiUrl,
@@ -245,6 +254,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate("deps", deps);
   app.addHook("onClose", () => deps.eventHub.close());
   app.addHook("onClose", async () => mailer.close());
+  // A revocation on any instance empties this one's session cache for that user at once.
+  deps.revocations.subscribe((userId) =>
+    userId ? deps.sessions.forgetUser(userId) : deps.sessions.forgetAll(),
+  );
+  app.addHook("onReady", async () => deps.revocations.start());
+  app.addHook("onClose", () => deps.revocations.close());
 
   app.get(
     "/healthz",

@@ -66,6 +66,7 @@ const schema = z.object({
   REACT_RATE_LIMIT: rateLimit("120/60s"),
   SIGN_IN_RATE_LIMIT: rateLimit("10/15m"),
   SIGN_IN_IP_RATE_LIMIT: rateLimit("100/15m"),
+  SIGN_IN_EMAIL_RATE_LIMIT: rateLimit("50/15m"),
   TRUSTED_ORIGINS: z
     .string()
     .default("")
@@ -144,9 +145,15 @@ export interface Config {
   appSecret: string | undefined;
   redisUrl: string | undefined;
   reactRateLimit: RateLimitSetting;
-  /** Failed sign-ins allowed per email, and per client address, per window. */
+  /**
+   * Sign-in throttling (auth/sign-in-throttle.ts): failed attempts per (email,
+   * client) pair before exponential back-off, capped at the window; failed
+   * attempts per client address over all emails (refused beyond); failed
+   * attempts per email from all clients (slowed, never refused, beyond).
+   */
   signInRateLimit: RateLimitSetting;
   signInIpRateLimit: RateLimitSetting;
+  signInEmailRateLimit: RateLimitSetting;
   /** Browser origins besides PUBLIC_URL that may use cookie sessions (a console's dev server). */
   trustedOrigins: string[];
   /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
@@ -214,6 +221,7 @@ export function loadConfig(
     reactRateLimit: e.REACT_RATE_LIMIT,
     signInRateLimit: e.SIGN_IN_RATE_LIMIT,
     signInIpRateLimit: e.SIGN_IN_IP_RATE_LIMIT,
+    signInEmailRateLimit: e.SIGN_IN_EMAIL_RATE_LIMIT,
     trustedOrigins: e.TRUSTED_ORIGINS,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,

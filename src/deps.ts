@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { Revocations } from "./auth/revocations.js";
 import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
@@ -20,6 +21,8 @@ export interface AppDeps {
   db: Database["db"];
   pool: Database["pool"];
   sessions: Sessions;
+  /** Ended sessions, deleted API keys and role changes, heard from every instance. */
+  revocations: Revocations;
   cipher: TokenCipher;
   graph: GraphClient;
   /** Media files (customers' and our own copies of sent ones). */

@@ -10,6 +10,7 @@ import { authCredentials, profiles, sessions, users, verifications } from "../db
 import { storableProblem } from "../http/input.js";
 import type { Mail } from "../mail/mailer.js";
 import { passwordResetMail, verificationMail } from "../mail/messages.js";
+import { hashedSessionTokens } from "./hashed-sessions.js";
 import { ownOrigins } from "./origins.js";
 
 /** Longest accepted user fields (better-auth itself bounds only the password). */
@@ -98,10 +99,13 @@ export function createAuth(
     basePath: "/api/auth",
     trustedOrigins: ownOrigins(config),
     secret: config.authSecret,
-    database: drizzleAdapter(db, {
-      provider: "pg",
-      schema: { users, sessions, auth_credentials: authCredentials, verifications },
-    }),
+    // Session tokens are stored as SHA-256 hashes (see hashed-sessions.ts).
+    database: hashedSessionTokens(
+      drizzleAdapter(db, {
+        provider: "pg",
+        schema: { users, sessions, auth_credentials: authCredentials, verifications },
+      }),
+    ),
     user: { modelName: "users" },
     session: { modelName: "sessions" },
     account: { modelName: "auth_credentials" },
@@ -137,7 +141,8 @@ export function createAuth(
         },
       },
     }),
-    plugins: [bearer()],
+    // A bearer token is the signed cookie value (`set-auth-token`); the unsigned token alone is no credential.
+    plugins: [bearer({ requireSignature: true })],
     // Origin and CSRF checks stay on whatever NODE_ENV says (better-auth skips them under test).
     advanced: { database: { generateId: "uuid" }, disableOriginCheck: false, disableCSRFCheck: false },
     // Our own limiter covers what needs one; better-auth's would key on IPs we may not see.

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
+import { isUuid } from "../http/ids.js";
 import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
@@ -11,11 +12,13 @@ import { queueMail } from "../mail/queue.js";
 import { requireAccount, requireOwner } from "./session.js";
 import {
   acceptInvitation,
+  changeMemberRole,
   createAccount,
   createInvitation,
   EMAIL_NOT_VERIFIED,
   getAccount,
   listMembers,
+  removeMember,
   toAccountJson,
 } from "./tenancy.js";
 
@@ -46,22 +49,25 @@ const invitationAnswer = z.object({
     expires_at: timestamp,
   }),
 });
-const membersAnswer = z.object({
-  members: z.array(
-    z.object({
-      user_id: z.uuid(),
-      name: z.string(),
-      email: z.string(),
-      role: role,
-      availability: z
-        .enum(["online", "away"])
-        .describe("Auto-assignment gives conversations only to online members"),
-      joined_at: timestamp,
-    }),
-  ),
+const memberJson = z.object({
+  user_id: z.uuid(),
+  name: z.string(),
+  email: z.string(),
+  role: role,
+  availability: z
+    .enum(["online", "away"])
+    .describe("Auto-assignment gives conversations only to online members"),
+  joined_at: timestamp,
+});
+const membersAnswer = z.object({ members: z.array(memberJson) });
+const memberParams = z.object({ user_id: z.uuid() });
+const roleBody = z.object({
+  role: z.enum(["owner", "member"], { error: 'role must be "owner" or "member"' }),
 });
 
 const noAccount = "The caller's profile has no account";
+const ownerOnly = `${noAccount}, the caller is a member, or an API key`;
+const lastOwner = "The change would leave the account without an owner (make another member an owner first)";
 
 /** The console's page where an invitation is accepted. */
 export const invitationLink = (publicUrl: string, token: string) =>
@@ -193,6 +199,67 @@ export function registerTenancyRoutes(
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);
       return { members: await listMembers(db, accountId) };
+    },
+  );
+
+  app.patch<{ Params: { user_id: string } }>(
+    "/api/accounts/members/:user_id",
+    docs({
+      tags: ["accounts"],
+      summary: "Change a member's role (owner only)",
+      description:
+        "An owner may make a member an owner or an owner (themself included) a member, as long as the account keeps one owner.",
+      params: memberParams,
+      body: roleBody,
+      responses: {
+        200: { description: "The member with their new role", body: z.object({ member: memberJson }) },
+        400: 'Invalid JSON, or role not "owner" or "member"',
+        403: ownerOnly,
+        404: "No such member in the caller's account",
+        409: lastOwner,
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireOwner(caller);
+      const body = parse(roleBody, readJsonObject(request));
+      const userId = request.params.user_id;
+      if (!isUuid(userId)) throw new ApiError(404, "Member not found");
+      const member = await changeMemberRole(db, {
+        accountId,
+        callerId: caller.userId,
+        userId,
+        role: body.role,
+      });
+      sessions.forgetUser(userId);
+      if (!member) throw new ApiError(404, "Member not found");
+      return { member };
+    },
+  );
+
+  app.delete<{ Params: { user_id: string } }>(
+    "/api/accounts/members/:user_id",
+    docs({
+      tags: ["accounts"],
+      summary: "Remove a member from the account (owner only)",
+      description:
+        "Their profile then links to no account: their sessions stay (they may create or join another account) but lose this account at once on every instance, open event streams included. Conversations assigned to them become unassigned.",
+      params: memberParams,
+      responses: {
+        200: { description: "Removed", body: z.object({ ok: z.literal(true) }) },
+        403: ownerOnly,
+        404: "No such member in the caller's account",
+        409: lastOwner,
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireOwner(caller);
+      const userId = request.params.user_id;
+      if (!isUuid(userId)) throw new ApiError(404, "Member not found");
+      await removeMember(db, { accountId, callerId: caller.userId, userId });
+      sessions.forgetUser(userId);
+      return { ok: true };
     },
   );
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { and, asc, eq, gt, isNull, or } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
-import { accountInvitations, accounts, profiles, users } from "../db/schema/index.js";
+import { accountInvitations, accounts, conversations, profiles, users } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
@@ -153,6 +153,87 @@ export async function listMembers(db: Db, accountId: string) {
     .where(eq(profiles.accountId, accountId))
     .orderBy(asc(profiles.updatedAt), asc(users.id));
   return rows;
+}
+
+export type Role = "owner" | "member";
+
+const LAST_OWNER = "The account must keep at least one owner: make another member an owner first";
+
+/**
+ * Locks every profile of the account (so that two owners demoting each other
+ * at once cannot leave it with none) and returns the target's role; 403 when
+ * the caller is no longer an owner of it (demoted meanwhile), 404 when the
+ * user is not a member of the account.
+ */
+async function lockMembers(
+  tx: Parameters<Parameters<Db["transaction"]>[0]>[0],
+  input: { accountId: string; userId: string; callerId: string },
+) {
+  const { accountId, userId } = input;
+  const members = await tx
+    .select({ userId: profiles.userId, role: profiles.role })
+    .from(profiles)
+    .where(eq(profiles.accountId, accountId))
+    .orderBy(asc(profiles.userId))
+    .for("update");
+  if (members.find((m) => m.userId === input.callerId)?.role !== "owner") {
+    throw new ApiError(403, "Only the account owner can do this");
+  }
+  const target = members.find((m) => m.userId === userId);
+  if (!target) throw new ApiError(404, "Member not found");
+  const owners = members.filter((m) => m.role === "owner").length;
+  return { role: target.role ?? "member", owners };
+}
+
+/** Gives a member of the account another role; 409 when it would leave the account without an owner. */
+export async function changeMemberRole(
+  db: Db,
+  input: { accountId: string; callerId: string; userId: string; role: Role },
+) {
+  await db.transaction(async (tx) => {
+    const { role, owners } = await lockMembers(tx, input);
+    if (role === "owner" && input.role !== "owner" && owners <= 1) throw new ApiError(409, LAST_OWNER);
+    await tx
+      .update(profiles)
+      .set({ role: input.role })
+      .where(and(eq(profiles.userId, input.userId), eq(profiles.accountId, input.accountId)));
+  });
+  const members = await listMembers(db, input.accountId);
+  return members.find((m) => m.user_id === input.userId) ?? null;
+}
+
+/**
+ * Removes a member from the account: their profile links to no account (they
+ * may create or join another) and the account's conversations assigned to them
+ * become unassigned. 409 for the last owner.
+ */
+export async function removeMember(db: Db, input: { accountId: string; callerId: string; userId: string }) {
+  await db.transaction(async (tx) => {
+    const { role, owners } = await lockMembers(tx, input);
+    if (role === "owner" && owners <= 1) throw new ApiError(409, LAST_OWNER);
+    await tx
+      .update(profiles)
+      .set({ accountId: null, role: null, updatedAt: new Date() })
+      .where(and(eq(profiles.userId, input.userId), eq(profiles.accountId, input.accountId)));
+    // Unassigned as PATCH /api/conversations/{id} would: that ends a pause the assignment caused
+    // (bots/automation.ts's automationForChange, which auth cannot import: bots imports auth).
+    const theirs = and(
+      eq(conversations.accountId, input.accountId),
+      eq(conversations.assignedTo, input.userId),
+    );
+    const now = new Date();
+    await tx
+      .update(conversations)
+      .set({
+        assignedTo: null,
+        automationState: "active",
+        automationUntil: null,
+        automationReason: null,
+        updatedAt: now,
+      })
+      .where(and(theirs, eq(conversations.automationReason, "assigned")));
+    await tx.update(conversations).set({ assignedTo: null, updatedAt: now }).where(theirs);
+  });
 }
 
 export const toAccountJson = (a: { id: string; name: string; createdAt: Date }) => ({

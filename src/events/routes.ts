@@ -38,7 +38,11 @@ const ABOUT =
 /** The account event log: paged reads and the live Server-Sent Events stream. */
 export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
   const { db, sessions } = deps;
-  const open = new Set<EventStream>();
+  // The open streams and whose each is: a revocation heard for that user (from any instance) re-checks it at once.
+  const open = new Map<EventStream, string>();
+  deps.revocations.subscribe((userId) => {
+    for (const [stream, owner] of open) if (userId === null || owner === userId) void stream.recheck();
+  });
 
   app.get(
     "/api/events",
@@ -89,7 +93,8 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
       },
     }),
     async (request, reply) => {
-      const accountId = requireAccount(await sessions.require(request));
+      const caller = await sessions.require(request);
+      const accountId = requireAccount(caller);
       const query = parse(streamQuery, request.query);
       const header = request.headers["last-event-id"];
       const fromHeader = Array.isArray(header) ? header[0] : header;
@@ -132,12 +137,13 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
         },
         (ended) => open.delete(ended),
       );
-      open.add(stream);
+      // A client gone during authentication has its stream ended already.
+      if (!res.destroyed) open.set(stream, caller.userId);
     },
   );
 
   // Open streams would keep the server from closing.
   app.addHook("preClose", async () => {
-    for (const stream of [...open]) stream.end();
+    for (const stream of [...open.keys()]) stream.end();
   });
 }
