@@ -16,6 +16,7 @@ import { createRevocations } from "./auth/revocations.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
 import { registerBotsRoutes } from "./bots/routes.js";
+import { registerCampaignRoutes } from "./campaigns/routes.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
 import type { Config } from "./config.js";
 import { registerContactRoutes } from "./contacts/routes.js";
@@ -317,6 +318,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerTemplateRoutes(app, deps);
   registerMediaRoutes(app, deps);
   registerSettingsRoutes(app, deps);
+  registerCampaignRoutes(app, deps);
   registerBotsRoutes(app, deps);
 
   if (options.workers ?? config.workers) {

@@ -63,6 +63,9 @@ export function applyEvent(client: QueryClient, event: AccountEvent) {
       if (conversationId) void client.invalidateQueries({ queryKey: ["messages", conversationId] });
       else void client.invalidateQueries({ queryKey: ["messages"] });
       break;
+    case "campaign.updated":
+      void client.invalidateQueries({ queryKey: ["campaigns"] });
+      break;
     case "flow_run.updated":
       void client.invalidateQueries({ queryKey: ["runs"] });
       void client.invalidateQueries({ queryKey: ["flows"] });

@@ -1,4 +1,6 @@
 import type { Task } from "../types.js";
+import { campaignEvent } from "./campaign-event.js";
+import { campaignSend } from "./campaign-send.js";
 import { deliverWebhook } from "./deliver-webhook.js";
 import { downloadMedia } from "./download-media.js";
 import { processWebhook } from "./process-webhook.js";
@@ -13,6 +15,8 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
  * (`addJob(db, "<name>", payload)`). A task is a file of this folder.
  */
 export const TASKS: Record<string, Task> = {
+  "campaign-event": campaignEvent,
+  "campaign-send": campaignSend,
   "deliver-webhook": deliverWebhook,
   "download-media": downloadMedia,
   "process-webhook": processWebhook,
