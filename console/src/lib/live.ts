@@ -69,6 +69,9 @@ export function applyEvent(client: QueryClient, event: AccountEvent) {
         void client.invalidateQueries({ queryKey: ["conversation"] });
       }
       break;
+    case "campaign.updated":
+      void client.invalidateQueries({ queryKey: ["campaigns"] });
+      break;
     case "flow_run.updated":
       void client.invalidateQueries({ queryKey: ["runs"] });
       void client.invalidateQueries({ queryKey: ["flows"] });
@@ -116,6 +119,11 @@ export function startLive(client: QueryClient): () => void {
     if (response.status === 403) {
       setMode("connecting");
       return "denied" as const;
+    }
+    // The last event seen is no longer kept (or never was): start afresh, refreshing the screen.
+    if (response.status === 400 && lastEventId) {
+      lastEventId = undefined;
+      return "ended" as const;
     }
     if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
     setOnline(true);

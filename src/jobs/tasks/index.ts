@@ -1,10 +1,13 @@
 import type { Task } from "../types.js";
+import { campaignEvent } from "./campaign-event.js";
+import { campaignSend } from "./campaign-send.js";
 import { deliverWebhook } from "./deliver-webhook.js";
 import { downloadMedia } from "./download-media.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
 import { sendBotMessage } from "./send-bot-message.js";
+import { sendMail } from "./send-mail.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
 
 /**
@@ -12,11 +15,14 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
  * (`addJob(db, "<name>", payload)`). A task is a file of this folder.
  */
 export const TASKS: Record<string, Task> = {
+  "campaign-event": campaignEvent,
+  "campaign-send": campaignSend,
   "deliver-webhook": deliverWebhook,
   "download-media": downloadMedia,
   "process-webhook": processWebhook,
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,
   "send-bot-message": sendBotMessage,
+  "send-mail": sendMail,
   "sweep-timeouts": sweepTimeouts,
 };

@@ -7,6 +7,7 @@ import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/f
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
 import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
+import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
 import { useConversation, useMembers, useMessages } from "./inbox-api";
@@ -385,6 +386,7 @@ export function Thread(props: { conversationId: string }) {
           error={patch.error ? `Could not update the conversation: ${patch.error.message}` : undefined}
         />
         <FormError error={react.error ? `Reaction failed: ${react.error.message}` : undefined} />
+        <AutomationBar conversation={conversation} members={members.data} onChanged={refresh} />
         {conversation?.handoff_note ? (
           <p className="handoff-note">
             <strong>Handed off:</strong> {conversation.handoff_note}

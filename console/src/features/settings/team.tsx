@@ -76,8 +76,9 @@ export function TeamSettings() {
           {link ? (
             <div className="secret-box" role="status">
               <p>
-                Send this link to {invite.data?.invitation.email}: only they can accept it, signed in with
-                that email, until {fullTime(invite.data?.invitation.expires_at)}.
+                We emailed {invite.data?.invitation.email} a link to accept, valid until{" "}
+                {fullTime(invite.data?.invitation.expires_at)}. You may also send them this one: only they can
+                accept it, signed in with that email once it is verified.
               </p>
               <CopyField label="Invitation link" value={link} />
             </div>

@@ -2,6 +2,7 @@ import { useQueryClient } from "@tanstack/react-query";
 import {
   Bell,
   BellOff,
+  Megaphone,
   MessageSquare,
   Moon,
   Settings,
@@ -25,6 +26,7 @@ import { useCounts } from "../inbox/inbox-api";
 const NAV = [
   { href: "/inbox", label: "Inbox", icon: MessageSquare },
   { href: "/contacts", label: "Contacts", icon: Users },
+  { href: "/campaigns", label: "Campaigns", icon: Megaphone },
   { href: "/flows", label: "Flows", icon: Workflow },
   { href: "/channel", label: "Channel", icon: Smartphone },
   { href: "/settings", label: "Settings", icon: Settings },
