@@ -38,9 +38,11 @@ import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
+import { createSendPipeline } from "./sending/pipeline.js";
+import { postgresSendRate, redisSendRate } from "./sending/rate.js";
 import { registerSettingsRoutes } from "./settings/routes.js";
 import { registerTemplateRoutes } from "./templates/routes.js";
-import { createGraphClient } from "./upstream/graph.js";
+import { createGraphClient, setUpstreamSockets } from "./upstream/graph.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -211,19 +213,36 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(multipart, { limits: MULTIPART_LIMITS, preservePath: true });
 
   const auth = createAuth(database.db, config, app.log);
+  const graph = createGraphClient({
+    baseUrl: config.graphApiUrl,
+    version: config.graphApiVersion,
+    timeoutMs: options.upstreamTimeoutMs,
+  });
+  setUpstreamSockets(config.sendMaxInFlight);
+  // Each number's send schedule, shared by every instance: in Redis when there is one, else PostgreSQL.
+  const sendRate = config.redisUrl ? redisSendRate(config.redisUrl) : postgresSendRate(database.pool);
+  const sends = createSendPipeline({
+    graph,
+    rate: sendRate,
+    maxInFlight: config.sendMaxInFlight,
+    log: app.log,
+    onThrottled: (phoneNumberId, rate) =>
+      app.log.warn(
+        { phoneNumberId, rate },
+        "Meta refused a send for throughput: the number's send rate is lowered",
+      ),
+  });
+  const jobs = createJobs(database.pool, sends);
   const deps: AppDeps = {
     config,
     db: database.db,
     pool: database.pool,
     sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
     cipher: createTokenCipher(config.encryptionKey),
-    graph: createGraphClient({
-      baseUrl: config.graphApiUrl,
-      version: config.graphApiVersion,
-      timeoutMs: options.upstreamTimeoutMs,
-    }),
+    graph,
+    sends,
     media: createMediaStore(config.mediaStore),
-    jobs: createJobs(database.pool),
+    jobs,
     log: app.log,
     now: options.now ?? (() => new Date()),
     eventHub: createEventHub({ connectionString: database.url }, app.log),
@@ -291,16 +310,21 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerMediaRoutes(app, deps);
   registerSettingsRoutes(app, deps);
 
-  if (options.workers ?? config.workers) {
-    const workers = await startWorkers(deps, {
-      connectionString: database.url,
-      concurrency: config.workerConcurrency,
-      log: app.log.child({ component: "jobs" }),
-      cron: options.cron,
-    });
-    // After the HTTP server stopped taking requests: running jobs finish (10 s at most).
-    app.addHook("onClose", () => workers.stop());
-  }
+  const workers =
+    (options.workers ?? config.workers)
+      ? await startWorkers(deps, {
+          connectionString: database.url,
+          concurrency: config.workerConcurrency,
+          log: app.log.child({ component: "jobs" }),
+          cron: options.cron,
+        })
+      : undefined;
+  // After the HTTP server stopped taking requests, together (10 s at most): running jobs finish,
+  // sends waiting for a slot are handed back to the queue, sends in flight finish and are recorded.
+  app.addHook("onClose", async () => {
+    await Promise.all([workers?.stop(), sends.close(10_000)]);
+    await sendRate.close();
+  });
 
   return app;
 }

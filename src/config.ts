@@ -89,6 +89,8 @@ const schema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  SEND_UNKNOWN_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(120),
+  SEND_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(4096).default(512),
 });
 
 /** Where media files are kept: files under DATA_DIR/media, or an S3-compatible bucket. */
@@ -132,6 +134,10 @@ export interface Config {
   workers: boolean;
   /** Jobs one instance runs at once. */
   workerConcurrency: number;
+  /** How long a send whose outcome is unknown waits for Meta's status naming it before it is sent once more. */
+  sendUnknownWindowS: number;
+  /** Upstream sends one instance keeps in flight at once (the keep-alive agent's sockets). */
+  sendMaxInFlight: number;
 }
 
 export class ConfigError extends Error {}
@@ -193,6 +199,8 @@ export function loadConfig(
     mediaStore: mediaStoreConfig(e, dataDir),
     workers: e.WORKERS === "true",
     workerConcurrency: e.WORKER_CONCURRENCY,
+    sendUnknownWindowS: e.SEND_UNKNOWN_WINDOW_S,
+    sendMaxInFlight: e.SEND_MAX_IN_FLIGHT,
   };
 }
 

@@ -83,7 +83,7 @@ export async function insertPendingMessage(
  * message's payload, `text` being what the inbox shows).
  */
 export async function sendAgentText(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "sends" | "now">,
   input: {
     accountId: string;
     userId: string | null;
@@ -98,7 +98,11 @@ export async function sendAgentText(
 ) {
   const { db } = deps;
   const [config] = await db
-    .select({ phoneNumberId: messagingConfigs.phoneNumberId, accessToken: messagingConfigs.accessToken })
+    .select({
+      phoneNumberId: messagingConfigs.phoneNumberId,
+      accessToken: messagingConfigs.accessToken,
+      messagesPerSecond: messagingConfigs.messagesPerSecond,
+    })
     .from(messagingConfigs)
     .where(eq(messagingConfigs.accountId, input.accountId));
   if (!config) throw new ApiError(400, "The messaging channel is not configured for this account");
@@ -131,15 +135,25 @@ export async function sendAgentText(
       .returning();
     return toMessageJson(row ?? pending);
   };
-  let sent: Awaited<ReturnType<typeof deps.graph.sendMessage>>;
-  try {
-    sent = await deps.graph.sendMessage(
-      token,
-      config.phoneNumberId,
-      to,
-      input.outbound ?? { type: "text", text: { body: input.text } },
-    );
-  } catch (error) {
+  // Through the number's send pipeline: paced at its messages_per_second, ahead of campaign sends.
+  const sent = await deps.sends.send({
+    messageId: pending.id,
+    phoneNumberId: config.phoneNumberId,
+    token,
+    to,
+    message: input.outbound ?? { type: "text", text: { body: input.text } },
+    limit: config.messagesPerSecond,
+    priority: "customer",
+  });
+  if (sent.kind === "released") {
+    const message = await store({
+      status: "failed",
+      error: { message: "Not sent: the service was shutting down" },
+    });
+    throw new ApiError(503, "The service is shutting down: the message was not sent", { message });
+  }
+  if (sent.kind === "error") {
+    const { error } = sent;
     if (!(error instanceof GraphApiError)) {
       await store({ status: "failed", error: { message: "The message could not be sent" } });
       throw error;
@@ -147,5 +161,5 @@ export async function sendAgentText(
     const message = await store({ status: "failed", error: error.toJSON() });
     throw new ApiError(502, error.message, { message });
   }
-  return store({ messageId: sent.messageId, status: "sent" });
+  return store({ messageId: sent.sent.messageId, status: "sent" });
 }

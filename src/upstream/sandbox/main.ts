@@ -51,12 +51,16 @@ function wholeNumber(name: string, fallback: number, min: number, max = Number.M
   return value;
 }
 
-const STATUS_STEPS: Array<{ status: "sent" | "delivered"; afterMs: number }> = [
+const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: number }> = [
   { status: "sent", afterMs: 300 },
   { status: "delivered", afterMs: 900 },
+  { status: "read", afterMs: 2000 },
 ];
 
-/** After each accepted send, tell the service the message was sent, then delivered (like a phone would). */
+/**
+ * After each accepted send, tell the service the message was sent, delivered, then read (like a
+ * phone would), each status echoing the send's `biz_opaque_callback_data` as Meta does.
+ */
 function postDeliveryStatuses(message: AcceptedMessage) {
   if (!webhookUrl || !appSecret) return;
   for (const step of STATUS_STEPS) {
@@ -68,6 +72,7 @@ function postDeliveryStatuses(message: AcceptedMessage) {
         messageId: message.messageId,
         recipientId: message.to.replace(/\D/g, ""),
         status: step.status,
+        callbackData: message.callbackData,
       });
       const raw = JSON.stringify(payload);
       fetch(webhookUrl, {
