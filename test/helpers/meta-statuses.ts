@@ -1,0 +1,47 @@
+import type { AcceptedMessage } from "../../src/upstream/sandbox/server.js";
+import { signPayload, statusPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+
+/**
+ * Meta's status webhooks for the in-process sandbox (its `onMessageAccepted`):
+ * `sent` 300 ms after a send is accepted, echoing its `biz_opaque_callback_data`,
+ * posted to whichever service `target()` names and posted again until one
+ * acknowledges it, as Meta retries (for two minutes here).
+ */
+export function metaStatuses(target: () => string | undefined, appSecret: string) {
+  let acknowledged = 0;
+  const post = (message: AcceptedMessage) => {
+    const { payload } = statusPayload({
+      phoneNumberId: message.phoneNumberId,
+      messageId: message.messageId,
+      recipientId: message.to,
+      status: "sent",
+      callbackData: message.callbackData,
+    });
+    const raw = JSON.stringify(payload);
+    const started = Date.now();
+    const attempt = async (): Promise<void> => {
+      const url = target();
+      const ok =
+        url !== undefined &&
+        (await fetch(`${url}/api/messaging/webhook`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-hub-signature-256": signPayload(raw, appSecret) },
+          body: raw,
+          signal: AbortSignal.timeout(5_000),
+        }).then(
+          (r) => r.status === 200,
+          () => false,
+        ));
+      if (ok) {
+        acknowledged += 1;
+        return;
+      }
+      if (Date.now() - started < 120_000) {
+        await new Promise((r) => setTimeout(r, 250));
+        return attempt();
+      }
+    };
+    setTimeout(() => void attempt(), 300);
+  };
+  return { onMessageAccepted: post, acknowledged: () => acknowledged };
+}
