@@ -38,6 +38,7 @@ import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
+import { postponeUnknownSettles } from "./sending/outbound.js";
 import { createSendPipeline } from "./sending/pipeline.js";
 import { postgresSendRate, redisSendRate } from "./sending/rate.js";
 import { registerSettingsRoutes } from "./settings/routes.js";
@@ -225,6 +226,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     graph,
     rate: sendRate,
     maxInFlight: config.sendMaxInFlight,
+    callTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
+    // A send never waits for a slot longer than half the unknown-outcome window (30 s at most).
+    maxWaitMs: Math.min(30_000, (config.sendUnknownWindowS * 1000) / 2),
     log: app.log,
     onThrottled: (phoneNumberId, rate) =>
       app.log.warn(
@@ -310,15 +314,24 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerMediaRoutes(app, deps);
   registerSettingsRoutes(app, deps);
 
-  const workers =
-    (options.workers ?? config.workers)
-      ? await startWorkers(deps, {
-          connectionString: database.url,
-          concurrency: config.workerConcurrency,
-          log: app.log.child({ component: "jobs" }),
-          cron: options.cron,
-        })
-      : undefined;
+  const runWorkers = options.workers ?? config.workers;
+  if (runWorkers) {
+    const postponed = await postponeUnknownSettles(database.pool, config.sendUnknownWindowS);
+    if (postponed > 0) {
+      app.log.warn(
+        { sends: postponed, windowS: config.sendUnknownWindowS },
+        "sends of unknown outcome found at start: Meta's statuses get one window to name them before they are sent once more",
+      );
+    }
+  }
+  const workers = runWorkers
+    ? await startWorkers(deps, {
+        connectionString: database.url,
+        concurrency: config.workerConcurrency,
+        log: app.log.child({ component: "jobs" }),
+        cron: options.cron,
+      })
+    : undefined;
   // After the HTTP server stopped taking requests, together (10 s at most): running jobs finish,
   // sends waiting for a slot are handed back to the queue, sends in flight finish and are recorded.
   app.addHook("onClose", async () => {

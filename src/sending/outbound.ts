@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import type pg from "pg";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
@@ -125,7 +126,11 @@ interface Claimed {
  * already under way.
  */
 async function claimSend(deps: AppDeps, payload: SendPayload): Promise<Claimed | null> {
-  const windowEnd = new Date(deps.now().getTime() + deps.config.sendUnknownWindowS * 1000);
+  // Not before this instance is surely done with the send (answered, timed out or handed back),
+  // then the window for Meta's status.
+  const windowEnd = new Date(
+    deps.now().getTime() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000,
+  );
   const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(
     prepared(sql`
     with claimed as (
@@ -490,4 +495,24 @@ export async function settleSend(deps: AppDeps, payload: SendPayload): Promise<v
     { message: UNKNOWN_OUTCOME, kind: "unknown_outcome" },
     "send_outcome_unknown",
   );
+}
+
+/**
+ * At an instance's start: settle jobs of sends whose outcome is unknown (claimed, never recorded)
+ * are due no earlier than one window from now. Meta's statuses for them were posted while the
+ * service may have been down, and come again (Meta retries) once it is up: resolving those sends
+ * before the webhook had a window to hear them would send some twice. Jobs of sends handed back
+ * unsent keep their time.
+ */
+export async function postponeUnknownSettles(pool: pg.Pool, windowS: number): Promise<number> {
+  const { rowCount } = await pool.query(
+    `update graphile_worker._private_jobs j set run_at = now() + make_interval(secs => $2)
+       from graphile_worker._private_tasks t, messages m
+      where t.id = j.task_id and t.identifier = $1 and j.locked_at is null
+        and j.run_at < now() + make_interval(secs => $2)
+        and m.id = (j.payload->>'messageId')::uuid
+        and m.status = 'pending' and m.send_started_at is not null and m.message_id is null`,
+    [SETTLE_SEND_TASK, windowS],
+  );
+  return rowCount ?? 0;
 }

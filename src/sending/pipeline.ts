@@ -1,5 +1,5 @@
 import type { GraphClient, OutboundMessage, SentMessage } from "../upstream/graph.js";
-import { type SendRate, SLOT_MARGIN_MS } from "./rate.js";
+import { type SendRate, SLOT_LATENESS_MS } from "./rate.js";
 
 /**
  * An instance's outgoing sends, as asynchronous I/O: a send waits here for its
@@ -39,6 +39,12 @@ export interface SendPipeline {
   admit(priority: SendPriority): Promise<void>;
   /** Tracks work that follows a send's answer (recording it) so that close() waits for it too. */
   track(work: Promise<unknown>): void;
+  /**
+   * How long after it is handed over a send has surely ended here (answered,
+   * timed out or released): its settle job is due no earlier than this plus the
+   * unknown-outcome window.
+   */
+  readonly settleAfterMs: number;
   /** Sends waiting for a slot plus sends in flight. */
   size(): number;
   /** Nothing waiting, in flight or being recorded. */
@@ -57,6 +63,8 @@ export interface PipelineOptions {
   capacity?: number;
   /** A send waiting longer than this for a slot is released (default 30 s). */
   maxWaitMs?: number;
+  /** The upstream call's own timeout (the Graph client's, default 10 s). */
+  callTimeoutMs?: number;
   /** Called when Meta refuses for throughput: the number's rate goes down (AIMD). */
   onThrottled?: (phoneNumberId: string, rate: number) => void;
   log?: { warn(o: object, m: string): void };
@@ -111,7 +119,8 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
 
   const track = (work: Promise<unknown>) => {
     tracked.add(work);
-    void work.finally(() => tracked.delete(work));
+    const done = () => tracked.delete(work);
+    work.then(done, done);
   };
 
   const take = (lane: NumberLane): Waiting | undefined => {
@@ -191,7 +200,7 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
           while (Date.now() < slot) await sleep(Math.ceil(slot - Date.now()));
           await socketFree();
           // Not before the slot, not later than its margin: a missed slot is skipped, never bunched.
-          if (Date.now() > slot + SLOT_MARGIN_MS) continue;
+          if (Date.now() > slot + SLOT_LATENESS_MS) continue;
           const next = take(lane);
           if (!next) break;
           fly(next);
@@ -231,6 +240,7 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
       return new Promise<void>((resolve) => admitWaiters.push({ priority, resolve }));
     },
     track,
+    settleAfterMs: maxWaitMs + (options.callTimeoutMs ?? 10_000) + 1_000,
     size,
     idle: () => size() === 0 && tracked.size === 0,
     inFlight: () => flying,

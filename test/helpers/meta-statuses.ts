@@ -9,7 +9,13 @@ import { signPayload, statusPayload } from "../../src/upstream/sandbox/webhook-p
  */
 export function metaStatuses(target: () => string | undefined, appSecret: string) {
   let acknowledged = 0;
+  // What customers received: the sends Meta took (a request dropped before Meta took it is none).
+  const accepted = new Map<string, number>();
+  const history: Array<{ to: string; at: number; acknowledgedAt?: number }> = [];
   const post = (message: AcceptedMessage) => {
+    accepted.set(message.to, (accepted.get(message.to) ?? 0) + 1);
+    const entry: { to: string; at: number; acknowledgedAt?: number } = { to: message.to, at: Date.now() };
+    history.push(entry);
     const { payload } = statusPayload({
       phoneNumberId: message.phoneNumberId,
       messageId: message.messageId,
@@ -34,6 +40,7 @@ export function metaStatuses(target: () => string | undefined, appSecret: string
         ));
       if (ok) {
         acknowledged += 1;
+        entry.acknowledgedAt = Date.now();
         return;
       }
       if (Date.now() - started < 120_000) {
@@ -43,5 +50,10 @@ export function metaStatuses(target: () => string | undefined, appSecret: string
     };
     setTimeout(() => void attempt(), 300);
   };
-  return { onMessageAccepted: post, acknowledged: () => acknowledged };
+  return {
+    onMessageAccepted: post,
+    acknowledged: () => acknowledged,
+    accepted: () => accepted,
+    history: () => history,
+  };
 }

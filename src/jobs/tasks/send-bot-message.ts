@@ -10,10 +10,15 @@ export { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../sendin
  * comes, and the message's settle job resolves whatever interrupts that.
  */
 export const sendBotMessage: Task = async (raw, deps) => {
-  await startSend(deps, raw as unknown as SendPayload);
+  // Tracked: a shutdown waits for a send being claimed, so that it is handed back, not left claimed.
+  const work = startSend(deps, raw as unknown as SendPayload);
+  deps.sends.track(work);
+  await work;
 };
 
 /** Resolves a send that was interrupted, handed back or named by a status webhook (see sending/outbound.ts). */
 export const settleSendTask: Task = async (raw, deps) => {
-  await settleSend(deps, raw as unknown as SendPayload);
+  const work = settleSend(deps, raw as unknown as SendPayload);
+  deps.sends.track(work);
+  await work;
 };
