@@ -1,7 +1,8 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
+import type { MessageStatus } from "../db/schema/inbox.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
@@ -127,7 +128,9 @@ export async function sendAgentText(
     media: input.media,
   });
 
-  const store = async (update: Partial<typeof messages.$inferInsert>) => {
+  const store = async (
+    update: { [K in keyof typeof messages.$inferInsert]?: (typeof messages.$inferInsert)[K] | SQL },
+  ) => {
     const [row] = await db
       .update(messages)
       .set({ ...update, updatedAt: deps.now() })
@@ -161,5 +164,9 @@ export async function sendAgentText(
     const message = await store({ status: "failed", error: error.toJSON() });
     throw new ApiError(502, error.message, { message });
   }
-  return store({ messageId: sent.sent.messageId, status: "sent" });
+  // A status webhook naming it (by its callback data) may have moved it on already.
+  return store({
+    messageId: sent.sent.messageId,
+    status: sql<MessageStatus>`case when ${messages.status} = 'pending' then 'sent' else ${messages.status} end`,
+  });
 }
