@@ -14,6 +14,7 @@ import { registerIdentityRoutes } from "./auth/identity-routes.js";
 import { registerCrossOriginGuard } from "./auth/origins.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
+import { registerBotsRoutes } from "./bots/routes.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
 import type { Config } from "./config.js";
 import { registerContactRoutes } from "./contacts/routes.js";
@@ -27,7 +28,7 @@ import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
-import { docs, healthAnswer } from "./http/openapi.js";
+import { docs, healthAnswer, withOperationId } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
@@ -186,8 +187,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(swagger, {
+    transform: withOperationId,
     openapi: {
       openapi: "3.1.0",
+      servers: [{ url: config.publicUrl, description: "This service (PUBLIC_URL)" }],
       info: {
         title: "wa-inbox API",
         version: "0.1.0",
@@ -313,6 +316,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerTemplateRoutes(app, deps);
   registerMediaRoutes(app, deps);
   registerSettingsRoutes(app, deps);
+  registerBotsRoutes(app, deps);
 
   const runWorkers = options.workers ?? config.workers;
   if (runWorkers) {

@@ -41,7 +41,16 @@ const invitationAnswer = z.object({
 });
 const membersAnswer = z.object({
   members: z.array(
-    z.object({ user_id: z.uuid(), name: z.string(), email: z.string(), role: role, joined_at: timestamp }),
+    z.object({
+      user_id: z.uuid(),
+      name: z.string(),
+      email: z.string(),
+      role: role,
+      availability: z
+        .enum(["online", "away"])
+        .describe("Auto-assignment gives conversations only to online members"),
+      joined_at: timestamp,
+    }),
   ),
 });
 

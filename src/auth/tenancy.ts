@@ -104,6 +104,7 @@ export async function listMembers(db: Db, accountId: string) {
       name: users.name,
       email: users.email,
       role: profiles.role,
+      availability: profiles.availability,
       joined_at: profiles.updatedAt,
     })
     .from(profiles)

@@ -82,7 +82,7 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
         "Changes made through any instance of the service arrive.",
       querystring: streamQuery,
       responses: {
-        200: "`text/event-stream`",
+        200: { description: "The events, as Server-Sent Events", contentType: "text/event-stream" },
         401: "Not signed in",
         403: "The caller's profile has no account",
       },

@@ -1,4 +1,5 @@
 import { eq, type SQL, sql } from "drizzle-orm";
+import { stepBackForAgent } from "../bots/automation.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
@@ -127,6 +128,14 @@ export async function sendAgentText(
     id: input.id,
     media: input.media,
   });
+  // An agent's message: the bot steps back (product.md section 20).
+  if ((input.sender ?? "agent") === "agent") {
+    await stepBackForAgent(db, {
+      accountId: input.accountId,
+      conversationId: input.conversationId,
+      now: deps.now(),
+    });
+  }
 
   const store = async (
     update: { [K in keyof typeof messages.$inferInsert]?: (typeof messages.$inferInsert)[K] | SQL },

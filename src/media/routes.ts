@@ -30,7 +30,10 @@ const idParams = z.object({ id: z.string() });
 export const MAX_CAPTION_LENGTH = 1024;
 /** Documents the multipart fields (the route reads them itself, as they stream in). */
 const uploadDoc = z.object({
-  file: z.string().describe("The file (multipart part with a filename and a Content-Type)"),
+  file: z
+    .string()
+    .meta({ format: "binary" })
+    .describe("The file (multipart part with a filename and a Content-Type)"),
   caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
 });
 
@@ -53,6 +56,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
       description: `multipart/form-data with \`file\` and an optional \`caption\` (documents and images, at most ${MAX_CAPTION_LENGTH} characters). The kind follows the file's type: ${SENDABLE_TYPES.join(", ")}. Images up to 5 MB, video and audio 16 MB, documents 100 MB. The file is uploaded to WhatsApp, sent, and our copy kept (\`media.url\`). Free-form: only within the 24-hour window.`,
       params: idParams,
       body: uploadDoc,
+      bodyContentType: "multipart/form-data",
       responses: {
         201: "`{ message }`, status `sent`",
         400: "Not multipart, no file, a second file, a bad filename or caption, channel not configured, or the contact has no phone",
@@ -114,7 +118,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
         "The bytes with their stored Content-Type and Content-Length; documents come as an attachment with a safe filename. Members of the message's account only.",
       params: idParams,
       responses: {
-        200: "The file",
+        200: { description: "The file, with its own Content-Type", contentType: "*/*" },
         404: "No such message in the caller's account, or its file is not stored (yet)",
       },
     }),

@@ -1,9 +1,9 @@
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, signUp, type TestApp } from "../helpers/harness.js";
+import { redisForTests, TEST_REDIS_URL } from "../helpers/redis.js";
 import { listen } from "./helpers.js";
 
-const REDIS_URL = "redis://127.0.0.1:6379";
+const REDIS_URL = TEST_REDIS_URL;
 const PER_EMAIL = { points: 5, durationSeconds: 600 };
 // Generous for the shared app (every test here signs in from 127.0.0.1); the address tests build their own.
 const PER_ADDRESS = { points: 1000, durationSeconds: 600 };
@@ -127,22 +127,7 @@ describe("sign-up does not reveal who has an account", () => {
   });
 });
 
-async function redisAnswers(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: "127.0.0.1", port: 6379 });
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(500, () => finish(false));
-    socket.once("error", () => finish(false));
-    socket.once("connect", () => socket.write("PING\r\n"));
-    socket.once("data", (data) => finish(data.toString().startsWith("+PONG")));
-  });
-}
-
-const redisUp = await redisAnswers();
-if (!redisUp) console.warn(`SKIPPED: shared sign-in throttling (no Redis answered PING on ${REDIS_URL})`);
+const redisUp = await redisForTests("shared sign-in throttling through Redis");
 
 describe.skipIf(!redisUp)("sign-in throttling shared through Redis", () => {
   it("shares one email's budget between two instances", async () => {

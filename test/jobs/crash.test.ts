@@ -239,7 +239,9 @@ describe("kill -9 of the service", () => {
 
       const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), 0);
       expect(await pendingMessages()).toBe(0);
-      console.log(`kill -9 twice: ${acked.size} acknowledged, ${unknown} run(s) failed for an unknown outcome`);
+      console.log(
+        `kill -9 twice: ${acked.size} acknowledged, ${unknown} run(s) failed for an unknown outcome`,
+      );
     } finally {
       // Not left working on the database for the next test, even when an expectation failed.
       await current.stop();
@@ -273,7 +275,9 @@ describe("two instances on one database", () => {
       console.log(`settled in ${Date.now() - t0} ms`);
       const unknown = expectExactlyOnce(flowId, acked, await outcomes(flowId), menusTo(), 0);
       expect(await pendingMessages()).toBe(0);
-      console.log(`two instances, one killed: ${acked.size} acknowledged, ${unknown} run(s) failed for an unknown outcome`);
+      console.log(
+        `two instances, one killed: ${acked.size} acknowledged, ${unknown} run(s) failed for an unknown outcome`,
+      );
     } finally {
       await b.stop();
     }

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
@@ -56,6 +57,15 @@ export const conversations = pgTable(
     customerMessageAt: timestamptz("customer_message_at"),
     // Customer messages stored since an agent last marked the conversation read.
     unreadCount: integer("unread_count").notNull().default(0),
+    // Whether flows may start here (product.md section 20): paused until `automation_until`
+    // (null: until resumed, unassigned or closed), for `automation_reason`.
+    automationState: text("automation_state", { enum: ["active", "paused"] })
+      .notNull()
+      .default("active"),
+    automationUntil: timestamptz("automation_until"),
+    automationReason: text("automation_reason").$type<AutomationReason>(),
+    // When the away message last went to this conversation (once per closed period).
+    awaySentAt: timestamptz("away_sent_at"),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
@@ -74,6 +84,9 @@ export const conversations = pgTable(
       t.lastMessageAt.desc().nullsFirst(),
       t.id.desc().nullsFirst(),
     ),
+    index("conversations_waiting_idx")
+      .on(t.accountId, t.createdAt)
+      .where(sql`${t.assignedTo} is null and ${t.status} <> 'closed'`),
     index("conversations_account_assignee_activity_idx").on(
       t.accountId,
       t.assignedTo,
@@ -82,6 +95,9 @@ export const conversations = pgTable(
     ),
   ],
 );
+
+/** Why a conversation's automation is paused. */
+export type AutomationReason = "agent_reply" | "assigned" | "agent_started" | "manual";
 
 /** `stored`: an internal note, never sent anywhere. */
 export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed" | "stored";

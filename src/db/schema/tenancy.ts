@@ -16,6 +16,12 @@ export const profiles = pgTable(
       .references(() => users.id, { onDelete: "cascade" }),
     accountId: uuid("account_id").references(() => accounts.id, { onDelete: "set null" }),
     role: text("role", { enum: ["owner", "member"] }),
+    // Auto-assignment gives conversations only to members who are online.
+    availability: text("availability", { enum: ["online", "away"] })
+      .notNull()
+      .default("online"),
+    // When auto-assignment last gave this member a conversation (round robin's turn).
+    lastAssignedAt: timestamptz("last_assigned_at"),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
