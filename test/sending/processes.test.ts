@@ -40,7 +40,7 @@ const service = async (extra: Record<string, string> = {}) => {
     AUTH_SECRET: w.t.config.authSecret,
     SEND_UNKNOWN_WINDOW_S: String(UNKNOWN_WINDOW_S),
     // Few database connections: the machine's PostgreSQL is shared by every test running.
-    WORKER_CONCURRENCY: "4",
+    WORKER_CONCURRENCY: "2",
     LOG_LEVEL: "warn",
     ...extra,
   });
@@ -193,6 +193,15 @@ describe("kill -9 with hundreds of sends in flight", () => {
       console.log(
         `kill -9 with ${killedWith} sends claimed and unrecorded: ${acked.size} replies, ${missing.length} missing, ${duplicated} duplicated, ${resent} sent once more after the window, ${statuses.acknowledged()} Meta statuses acknowledged, statuses ${JSON.stringify(byStatus)}`,
       );
+      if (missing.length > 0) {
+        const { rows: failed } = await w.t.database.pool.query(
+          `select k.wa_id, m.status, m.error, m.send_started_at, m.send_resent_at
+             from messages m join conversations v on v.id = m.conversation_id join contacts k on k.id = v.contact_id
+            where m.text = $1 and k.wa_id = any($2)`,
+          [text, missing.slice(0, 4)],
+        );
+        console.log(JSON.stringify({ killedAt, failed }));
+      }
       if (duplicated > 0) {
         const sample = [...acked].filter((from) => (sends.get(from) ?? 0) > 1).slice(0, 4);
         const { rows: detail } = await w.t.database.pool.query(
