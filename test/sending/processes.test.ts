@@ -40,7 +40,7 @@ const service = async (extra: Record<string, string> = {}) => {
     AUTH_SECRET: w.t.config.authSecret,
     SEND_UNKNOWN_WINDOW_S: String(UNKNOWN_WINDOW_S),
     // Few database connections: the machine's PostgreSQL is shared by every test running.
-    WORKER_CONCURRENCY: "2",
+    WORKER_CONCURRENCY: "4",
     LOG_LEVEL: "warn",
     ...extra,
   });
@@ -145,8 +145,8 @@ async function until(
 describe("kill -9 with hundreds of sends in flight", () => {
   it("after a restart every reply is sent exactly once: unknown outcomes are recorded from Meta's statuses or sent once more", async () => {
     await setRate(1000);
-    // Meta slow today: each send takes 8 s (the client's timeout is 10 s), so the sends pile up in flight.
-    w.sandbox.setLatency(8_000);
+    // Meta slow today: each send takes 6 s (the client's timeout is 10 s), so the sends pile up in flight.
+    w.sandbox.setLatency(6_000);
     // And 20 connections drop before Meta takes the send: no status will ever name those.
     w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true, times: 20 });
     const text = "Hello from crash";
