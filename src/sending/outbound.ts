@@ -127,10 +127,8 @@ interface Claimed {
  */
 async function claimSend(deps: AppDeps, payload: SendPayload): Promise<Claimed | null> {
   // Not before this instance is surely done with the send (answered, timed out or handed back),
-  // then the window for Meta's status.
-  const windowEnd = new Date(
-    deps.now().getTime() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000,
-  );
+  // then the window for Meta's status. Job times are the real clock's (deps.now may be a test's).
+  const windowEnd = new Date(Date.now() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000);
   const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(
     prepared(sql`
     with claimed as (
@@ -333,7 +331,7 @@ async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorde
       { ...payload },
       {
         jobKey: settleKey(payload.messageId),
-        runAt: new Date(deps.now().getTime() + deps.config.sendUnknownWindowS * 1000),
+        runAt: new Date(Date.now() + deps.config.sendUnknownWindowS * 1000),
         maxAttempts: 5,
       },
     );
