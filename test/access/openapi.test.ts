@@ -36,6 +36,11 @@ const BODYLESS = new Set([
   "post /api/conversations/{id}/read",
   "post /api/webhook-endpoints/{id}/test",
   "post /api/messaging/templates/sync",
+  "post /api/campaigns/{id}/start",
+  "post /api/campaigns/{id}/pause",
+  "post /api/campaigns/{id}/resume",
+  "post /api/campaigns/{id}/cancel",
+  "post /api/campaigns/{id}/retry-failed",
 ]);
 
 /** Routes whose body is multipart/form-data (files). */

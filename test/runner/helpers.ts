@@ -25,6 +25,7 @@ export interface World {
   accountId: string;
   phoneNumberId: string;
   accessToken: string;
+  verifyToken: string;
   /** The app's clock. */
   now: () => Date;
   close(): Promise<void>;
@@ -32,7 +33,7 @@ export interface World {
 
 /** The app wired to a sandbox upstream, with one account whose channel is connected. */
 export async function createWorld(
-  options: { now?: () => Date; workers?: boolean; sandbox?: SandboxOptions } = {},
+  options: { now?: () => Date; workers?: boolean; captureLogs?: boolean; sandbox?: SandboxOptions } = {},
 ): Promise<World> {
   const sandbox = await startSandbox(options.sandbox);
   const t = await createTestApp({
@@ -40,10 +41,15 @@ export async function createWorld(
     upstreamTimeoutMs: 3000,
     now: options.now,
     workers: options.workers,
+    captureLogs: options.captureLogs,
   });
   const { user: owner, accountId } = await signUpWithAccount(t.app);
   const phoneNumberId = uniqueDigits(15);
-  const { accessToken } = await insertChannelConfig(t, { accountId, userId: owner.id, phoneNumberId });
+  const { accessToken, verifyToken } = await insertChannelConfig(t, {
+    accountId,
+    userId: owner.id,
+    phoneNumberId,
+  });
   sandbox.addNumber({ phoneNumberId, accessToken });
   return {
     t,
@@ -52,6 +58,7 @@ export async function createWorld(
     accountId,
     phoneNumberId,
     accessToken,
+    verifyToken: String(verifyToken),
     now: options.now ?? (() => new Date()),
     async close() {
       await t.close();

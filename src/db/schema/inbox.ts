@@ -1,6 +1,17 @@
 import { sql } from "drizzle-orm";
-import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import {
+  type AnyPgColumn,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
+import { campaigns } from "./campaigns.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
 
@@ -135,12 +146,18 @@ export const messages = pgTable(
     sendStartedAt: timestamptz("send_started_at"),
     // Set when an unknown outcome was resolved by sending once more (never a third time).
     sendResentAt: timestamptz("send_resent_at"),
+    // The campaign that sent it (its template message), null for any other message.
+    campaignId: uuid("campaign_id").references((): AnyPgColumn => campaigns.id, { onDelete: "set null" }),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex("messages_account_message_id_uq").on(t.accountId, t.messageId),
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
+    // A conversation's campaign messages (a reply marks the latest one's recipient `replied`).
+    index("messages_campaign_conversation_idx")
+      .on(t.conversationId, t.createdAt)
+      .where(sql`${t.campaignId} is not null`),
     // Inbox search by message text (pg_trgm): any substring, at any number of messages.
     index("messages_text_trgm_idx").using("gin", t.text.op("gin_trgm_ops")),
   ],

@@ -37,8 +37,11 @@ export const accountInvitations = pgTable(
       .references(() => accounts.id, { onDelete: "cascade" }),
     // Lower-cased; only the user with this email can accept the invitation.
     email: text("email").notNull(),
-    // SHA-256 of the token handed to the invitee; the token itself is never stored.
+    // SHA-256 of the token answered to the owner who invites; the token itself is never stored.
     tokenHash: text("token_hash").notNull().unique(),
+    // SHA-256 of the token that only the invitation mail carries: using it proves the mailbox.
+    // Null for invitations made before invitations were emailed.
+    mailboxTokenHash: text("mailbox_token_hash").unique(),
     invitedBy: uuid("invited_by")
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),

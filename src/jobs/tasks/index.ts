@@ -1,10 +1,13 @@
 import type { Task } from "../types.js";
+import { campaignEvent } from "./campaign-event.js";
+import { campaignSend } from "./campaign-send.js";
 import { deliverWebhook } from "./deliver-webhook.js";
 import { downloadMedia } from "./download-media.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
 import { sendBotMessage, settleSendTask } from "./send-bot-message.js";
+import { sendMail } from "./send-mail.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
 
 /**
@@ -12,6 +15,8 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
  * (`addJob(db, "<name>", payload)`). A task is a file of this folder.
  */
 export const TASKS: Record<string, Task> = {
+  "campaign-event": campaignEvent,
+  "campaign-send": campaignSend,
   "deliver-webhook": deliverWebhook,
   "download-media": downloadMedia,
   "process-webhook": processWebhook,
@@ -20,5 +25,6 @@ export const TASKS: Record<string, Task> = {
   "send-bot-message": sendBotMessage,
   "send-message": sendBotMessage,
   "settle-send": settleSendTask,
+  "send-mail": sendMail,
   "sweep-timeouts": sweepTimeouts,
 };

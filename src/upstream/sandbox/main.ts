@@ -56,6 +56,8 @@ const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: numb
   { status: "delivered", afterMs: 900 },
   { status: "read", afterMs: 2000 },
 ];
+/** Template sends (campaigns) are read too, a little later, so a demo campaign's counts move to `read`. */
+const TEMPLATE_READ_STEP = { status: "read" as const, afterMs: 2_500 };
 
 /**
  * After each accepted send, tell the service the message was sent, delivered, then read (like a
@@ -63,7 +65,8 @@ const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: numb
  */
 function postDeliveryStatuses(message: AcceptedMessage) {
   if (!webhookUrl || !appSecret) return;
-  for (const step of STATUS_STEPS) {
+  const steps = message.type === "template" ? [...STATUS_STEPS, TEMPLATE_READ_STEP] : STATUS_STEPS;
+  for (const step of steps) {
     setTimeout(() => {
       const { payload } = statusPayload({
         phoneNumberId: message.phoneNumberId,
