@@ -54,14 +54,13 @@ function wholeNumber(name: string, fallback: number, min: number, max = Number.M
 const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: number }> = [
   { status: "sent", afterMs: 300 },
   { status: "delivered", afterMs: 900 },
-  { status: "read", afterMs: 2000 },
 ];
 /** Template sends (campaigns) are read too, a little later, so a demo campaign's counts move to `read`. */
 const TEMPLATE_READ_STEP = { status: "read" as const, afterMs: 2_500 };
 
 /**
- * After each accepted send, tell the service the message was sent, delivered, then read (like a
- * phone would), each status echoing the send's `biz_opaque_callback_data` as Meta does.
+ * After each accepted send, tell the service the message was sent, then delivered (like a phone
+ * would; templates are read too), each status echoing the send's `biz_opaque_callback_data` as Meta does.
  */
 function postDeliveryStatuses(message: AcceptedMessage) {
   if (!webhookUrl || !appSecret) return;
