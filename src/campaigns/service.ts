@@ -259,7 +259,7 @@ export async function previewCampaign(db: Db, accountId: string, id: string) {
 
 /** Sends the campaign's message to one number now (a test, not a recipient), into that number's conversation. */
 export async function testCampaign(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "sends" | "now">,
   input: { accountId: string; userId: string; id: string; phone: string },
 ) {
   const row = await findCampaign(deps.db, input.accountId, input.id);

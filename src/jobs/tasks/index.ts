@@ -6,7 +6,7 @@ import { downloadMedia } from "./download-media.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
-import { sendBotMessage } from "./send-bot-message.js";
+import { sendBotMessage, settleSendTask } from "./send-bot-message.js";
 import { sendMail } from "./send-mail.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
 
@@ -23,6 +23,8 @@ export const TASKS: Record<string, Task> = {
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,
   "send-bot-message": sendBotMessage,
+  "send-message": sendBotMessage,
+  "settle-send": settleSendTask,
   "send-mail": sendMail,
   "sweep-timeouts": sweepTimeouts,
 };

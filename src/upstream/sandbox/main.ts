@@ -58,7 +58,10 @@ const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: numb
 /** Template sends (campaigns) are read too, a little later, so a demo campaign's counts move to `read`. */
 const TEMPLATE_READ_STEP = { status: "read" as const, afterMs: 2_500 };
 
-/** After each accepted send, tell the service the message was sent, then delivered (like a phone would). */
+/**
+ * After each accepted send, tell the service the message was sent, then delivered (like a phone
+ * would; templates are read too), each status echoing the send's `biz_opaque_callback_data` as Meta does.
+ */
 function postDeliveryStatuses(message: AcceptedMessage) {
   if (!webhookUrl || !appSecret) return;
   const steps = message.type === "template" ? [...STATUS_STEPS, TEMPLATE_READ_STEP] : STATUS_STEPS;
@@ -71,6 +74,7 @@ function postDeliveryStatuses(message: AcceptedMessage) {
         messageId: message.messageId,
         recipientId: message.to.replace(/\D/g, ""),
         status: step.status,
+        callbackData: message.callbackData,
       });
       const raw = JSON.stringify(payload);
       fetch(webhookUrl, {

@@ -26,7 +26,10 @@ export interface SandboxFault {
   error?: { code: number; message: string; type?: string; error_subcode?: number };
   rawBody?: string;
   delayMs?: number;
+  /** The connection drops before the request is handled: Meta never got it. */
   drop?: boolean;
+  /** Meta takes the request (a send is accepted, its statuses follow), then the connection drops before the answer. */
+  dropAfterAccept?: boolean;
   /** default 1 */
   times?: number;
 }
@@ -91,6 +94,8 @@ export interface AcceptedMessage {
   to: string;
   messageId: string;
   type: string;
+  /** The send's `biz_opaque_callback_data`, which Meta echoes in the message's status webhooks. */
+  callbackData?: string;
 }
 
 export interface ExtraRouteResult {
@@ -263,6 +268,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (fault) {
       if (fault.delayMs) await sleep(fault.delayMs);
       if (fault.drop) {
+        request.socket.destroy();
+        return;
+      }
+      if (fault.dropAfterAccept) {
+        try {
+          route(method, path, query, body, request.headers.authorization);
+        } catch {
+          // Refused: nothing was taken; the connection drops all the same.
+        }
         request.socket.destroy();
         return;
       }
@@ -620,7 +634,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           throw invalidParameter(`${b.type}.id is not a media id of this number`);
         }
     }
-    return { phoneNumberId: number.phoneNumberId, to: b.to, messageId: newWamid(), type: b.type };
+    return {
+      phoneNumberId: number.phoneNumberId,
+      to: b.to,
+      messageId: newWamid(),
+      type: b.type,
+      ...(typeof b.biz_opaque_callback_data === "string" ? { callbackData: b.biz_opaque_callback_data } : {}),
+    };
   }
 
   const sandbox: Sandbox = {
