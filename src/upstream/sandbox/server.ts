@@ -7,7 +7,13 @@
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { expectedParameters, givenParameters, parameterMismatch } from "../../templates/placeholders.js";
+import {
+  expectedNames,
+  expectedParameters,
+  givenParameters,
+  nameMismatch,
+  parameterMismatch,
+} from "../../templates/placeholders.js";
 import { newFbtraceId, newMediaId, newWamid } from "./ids.js";
 import { DEMO_TEMPLATES, type SandboxTemplate } from "./templates.js";
 
@@ -566,7 +572,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     const given = givenParameters(p.components);
     const mismatch =
-      typeof given === "string" ? given : parameterMismatch(expectedParameters(template.components), given);
+      typeof given === "string"
+        ? given
+        : (parameterMismatch(expectedParameters(template.components), given) ??
+          nameMismatch(expectedNames(template.components), p.components));
     if (mismatch) {
       throw new GraphError({
         status: 400,
