@@ -100,9 +100,13 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
       Math.min(CAMPAIGN_BATCH_MAX, Math.max(CAMPAIGN_BATCH, Math.ceil(context.messagesPerSecond / 4))),
     );
     const claimed = batch > 0 ? await claimBatch(deps, campaign, context, batch) : -1;
+    let inFlight = false;
     if (claimed === 0) {
-      if (await settle(deps, campaignId)) continue;
-      return;
+      const next = await settle(deps, campaignId);
+      if (next === "again") continue;
+      if (next === "later") return;
+      // Sends in flight: their outcomes, recorded by the pipeline, complete the campaign.
+      inFlight = true;
     }
     if (claimed > 0) await campaignUpdated(deps.db, campaignId);
     if (Date.now() - started > RUN_SLICE_MS) {
@@ -111,7 +115,7 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
       return;
     }
     // The window is full: the pipeline sends what is claimed before more is.
-    if (claimed < 0 || claimed < batch) await sleep(WINDOW_POLL_MS);
+    if (claimed < 0 || inFlight) await sleep(WINDOW_POLL_MS);
   }
 }
 
@@ -352,12 +356,13 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
 }
 
 /**
- * No recipient left to claim: queues deferred recipients whose day is over,
- * and completes the campaign when every recipient is final (else looks again
- * when the next one falls due, or in a second while sends are in flight: the
- * pipeline records their outcomes).
+ * No recipient left to claim: queues deferred recipients whose day is over
+ * (`again`), and completes the campaign when every recipient is final
+ * (`later`: nothing to do). With sends in flight: `in_flight` (the caller
+ * looks again shortly; the pipeline records their outcomes). Else the
+ * campaign is looked at again when the next recipient falls due (`later`).
  */
-async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
+async function settle(deps: AppDeps, campaignId: string): Promise<"again" | "in_flight" | "later"> {
   // Deferred recipients whose day is over are queued again (their second and last try).
   const due = await deps.db
     .update(campaignRecipients)
@@ -370,7 +375,7 @@ async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
       ),
     )
     .returning({ id: campaignRecipients.contactId });
-  if (due.length) return true;
+  if (due.length) return "again";
   const [done] = await deps.db
     .update(campaigns)
     .set({ status: "completed", completedAt: sql`now()`, updatedAt: sql`now()` })
@@ -384,22 +389,23 @@ async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
     )
     .returning({ id: campaigns.id });
   await campaignUpdated(deps.db, campaignId);
-  if (done) return false;
-  const { rows } = await deps.db.execute<{ at: string | null }>(sql`
-    select min(case when status = 'sending' then now() + interval '1 second'
-                    else coalesce(next_attempt_at, now()) end) as at
+  if (done) return "later";
+  const { rows } = await deps.db.execute<{ at: string | null; sending: boolean }>(sql`
+    select min(coalesce(next_attempt_at, now())) filter (where status <> 'sending') as at,
+           bool_or(status = 'sending') as sending
       from ${campaignRecipients}
      where campaign_id = ${campaignId}::uuid and status in ('queued', 'sending', 'deferred')`);
+  if (rows[0]?.sending) return "in_flight";
   const at = rows[0]?.at;
-  if (at) {
-    await deps.db.execute(sql`select graphile_worker.add_job(
+  // The last send's outcome was recorded since the completion check: check again.
+  if (!at) return "again";
+  await deps.db.execute(sql`select graphile_worker.add_job(
       identifier := ${CAMPAIGN_SEND_TASK}::text,
       payload := ${JSON.stringify({ campaignId })}::json,
       run_at := greatest(now(), ${new Date(at).toISOString()}::timestamptz),
       job_key := ${`${CAMPAIGN_SEND_TASK}:${campaignId}:next`}::text,
       priority := ${CAMPAIGN_JOB_PRIORITY}::integer)`);
-  }
-  return false;
+  return "later";
 }
 
 /** Pauses a running or scheduled campaign with a reason (Meta stopped its template, the channel went away). */
