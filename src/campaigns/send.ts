@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import {
@@ -33,8 +33,12 @@ const CAMPAIGN_BATCH_MAX = 250;
 export const CLAIM_AHEAD_S = 2;
 /** How long one job run claims before handing its place back to the queue. */
 const RUN_SLICE_MS = 5_000;
-/** A full window is looked at again this often. */
+/** A full window (or sends just handed over) is looked at again this often. */
 const WINDOW_POLL_MS = 100;
+/** Sends claimed this recently are waited for by the claim job itself (their outcomes come within moments). */
+const FRESH_CLAIM_MS = 3_000;
+/** Older sends in flight (retries, unknown outcomes in their window): the campaign is looked at this often. */
+const IDLE_LOOK_MS = 5_000;
 /** Meta's per-user marketing limit: deferred this long, then tried once more. */
 export const DEFER_MS = 24 * 60 * 60 * 1000;
 
@@ -313,7 +317,12 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
     eq(campaignRecipients.status, "sending"),
   );
   if (outcome.status === "sent") {
-    await tx.update(campaignRecipients).set({ status: "sent", updatedAt: sql`now()` }).where(recipient);
+    const moved = await tx
+      .update(campaignRecipients)
+      .set({ status: "sent", updatedAt: sql`now()` })
+      .where(recipient)
+      .returning({ id: campaignRecipients.contactId });
+    if (moved.length) await wakeWhenLast(tx, outcome.campaignId);
     return;
   }
   const error: Record<string, unknown> & { message: string } = outcome.error ?? {
@@ -339,7 +348,7 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
   const errorCode =
     error.kind === "unknown_outcome" ? "unknown_outcome" : code === undefined ? "send_failed" : String(code);
   const deferrable = code === MARKETING_LIMIT;
-  await tx
+  const moved = await tx
     .update(campaignRecipients)
     .set({
       status: deferrable
@@ -352,8 +361,30 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
         : null,
       updatedAt: sql`now()`,
     })
-    .where(recipient);
+    .where(recipient)
+    .returning({ id: campaignRecipients.contactId });
+  if (moved.length) await wakeWhenLast(tx, outcome.campaignId);
 }
+
+/**
+ * The campaign's last send in flight is recorded: its claim job runs now (to
+ * complete the campaign, or wait for deferred recipients). Two last outcomes
+ * recorded at the same moment may each see the other: the job's own look,
+ * IDLE_LOOK_MS later, covers that.
+ */
+async function wakeWhenLast(tx: DbOrTx, campaignId: string) {
+  await tx.execute(sql`
+    select ${nextLookJob(campaignId, sql`now()`)}
+     where not exists (select 1 from ${campaignRecipients}
+                        where campaign_id = ${campaignId}::uuid and status = 'sending')`);
+}
+
+const nextLookJob = (campaignId: string, runAt: SQL) => sql`graphile_worker.add_job(
+      identifier := ${CAMPAIGN_SEND_TASK}::text,
+      payload := ${JSON.stringify({ campaignId })}::json,
+      run_at := ${runAt},
+      job_key := ${`${CAMPAIGN_SEND_TASK}:${campaignId}:next`}::text,
+      priority := ${CAMPAIGN_JOB_PRIORITY}::integer)`;
 
 /**
  * No recipient left to claim: queues deferred recipients whose day is over
@@ -390,21 +421,24 @@ async function settle(deps: AppDeps, campaignId: string): Promise<"again" | "in_
     .returning({ id: campaigns.id });
   await campaignUpdated(deps.db, campaignId);
   if (done) return "later";
-  const { rows } = await deps.db.execute<{ at: string | null; sending: boolean }>(sql`
+  const { rows } = await deps.db.execute<{ at: string | null; fresh: boolean; sending: boolean }>(sql`
     select min(coalesce(next_attempt_at, now())) filter (where status <> 'sending') as at,
+           bool_or(status = 'sending' and claimed_at > now() - ${`${FRESH_CLAIM_MS} milliseconds`}::interval) as fresh,
            bool_or(status = 'sending') as sending
       from ${campaignRecipients}
      where campaign_id = ${campaignId}::uuid and status in ('queued', 'sending', 'deferred')`);
-  if (rows[0]?.sending) return "in_flight";
-  const at = rows[0]?.at;
+  const row = rows[0];
+  // Sends just handed to the pipeline: their outcomes come within moments.
+  if (row?.fresh) return "in_flight";
+  // Older sends wait for a retry or their unknown-outcome window; the last recorded wakes the job.
+  let at = row?.at ? new Date(row.at) : null;
+  if (row?.sending)
+    at = new Date(Math.min(at?.getTime() ?? Number.POSITIVE_INFINITY, Date.now() + IDLE_LOOK_MS));
   // The last send's outcome was recorded since the completion check: check again.
   if (!at) return "again";
-  await deps.db.execute(sql`select graphile_worker.add_job(
-      identifier := ${CAMPAIGN_SEND_TASK}::text,
-      payload := ${JSON.stringify({ campaignId })}::json,
-      run_at := greatest(now(), ${new Date(at).toISOString()}::timestamptz),
-      job_key := ${`${CAMPAIGN_SEND_TASK}:${campaignId}:next`}::text,
-      priority := ${CAMPAIGN_JOB_PRIORITY}::integer)`);
+  await deps.db.execute(
+    sql`select ${nextLookJob(campaignId, sql`greatest(now(), ${at.toISOString()}::timestamptz)`)}`,
+  );
   return "later";
 }
 
