@@ -289,14 +289,13 @@ async function claimBatch(
         }),
       )
       .returning({ id: messages.id, conversationId: messages.conversationId });
-    for (const [i, s] of sends.entries()) {
-      const messageId = inserted[i]?.id as string;
-      await tx.update(campaignRecipients).set({ messageId }).where(recipientKey(campaign.id, s.contact_id));
-    }
-    await enqueueCampaignMessages(
-      tx,
-      inserted.map((m) => m.id),
-    );
+    const messageIds = inserted.map((m) => m.id);
+    await tx.execute(sql`
+      update ${campaignRecipients} r set message_id = x.message_id
+        from unnest(${sql.param(sends.map((s) => s.contact_id))}::uuid[],
+                    ${sql.param(messageIds)}::uuid[]) as x(contact_id, message_id)
+       where r.campaign_id = ${campaign.id}::uuid and r.contact_id = x.contact_id`);
+    await enqueueCampaignMessages(tx, messageIds);
     return rows.length;
   });
 }
