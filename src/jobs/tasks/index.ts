@@ -1,6 +1,8 @@
 import type { Task } from "../types.js";
 import { deliverWebhook } from "./deliver-webhook.js";
 import { downloadMedia } from "./download-media.js";
+import { eraseMedia } from "./erase-media.js";
+import { importContacts } from "./import-contacts.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
@@ -14,6 +16,8 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
 export const TASKS: Record<string, Task> = {
   "deliver-webhook": deliverWebhook,
   "download-media": downloadMedia,
+  "erase-media": eraseMedia,
+  "import-contacts": importContacts,
   "process-webhook": processWebhook,
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,
