@@ -319,7 +319,8 @@ async function writeBatch(
   const now = input.now.toISOString();
   const result = await tx.execute<{ created: number; updated: number; existing: number }>(sql`
     with input as (
-      select * from unnest(${phones}::text[], ${names}::text[], ${tags}::text[], ${attrs}::text[])
+      select * from unnest(${sql.param(phones)}::text[], ${sql.param(names)}::text[], ${sql.param(tags)}::text[],
+                           ${sql.param(attrs)}::text[])
         as i(phone, name, tags, attributes)
     ), matched as (
       select i.*, coalesce(
