@@ -1,4 +1,5 @@
 import { eq, sql } from "drizzle-orm";
+import { adoptWhatsAppId } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
@@ -147,5 +148,6 @@ export async function sendAgentText(
     const message = await store({ status: "failed", error: error.toJSON() });
     throw new ApiError(502, error.message, { message });
   }
+  await adoptWhatsAppId(db, { conversationId: input.conversationId, waId: sent.waId });
   return store({ messageId: sent.messageId, status: "sent" });
 }

@@ -1,4 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
+import { adoptWhatsAppId } from "../../contacts/identity.js";
 import { prepared } from "../../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
@@ -112,8 +113,12 @@ async function send(payload: BotSendPayload, deps: AppDeps) {
       type: "text",
       text: { body: claimed.text ?? "" },
     };
-    upstreamId = (await deps.graph.sendMessage(target.token, target.phoneNumberId, target.to, outbound))
-      .messageId;
+    const sent = await deps.graph.sendMessage(target.token, target.phoneNumberId, target.to, outbound);
+    upstreamId = sent.messageId;
+    // (A failure to note Meta's id must not count as a failed send.)
+    await adoptWhatsAppId(deps.db, { contactId: target.contactId, waId: sent.waId }).catch((error: unknown) =>
+      deps.log.warn({ err: error }, "the WhatsApp id Meta answered could not be stored"),
+    );
   } catch (error) {
     const kind = classifySendError(error);
     const details =

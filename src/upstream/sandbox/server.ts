@@ -80,7 +80,12 @@ export interface Sandbox {
     match: { method?: string; path?: string | RegExp; readReceipts?: boolean },
     fault: SandboxFault,
   ): void;
-  /** numbers, faults, log, latency */
+  /**
+   * Answers sends to `to` with another WhatsApp id, as Meta does for numbers it
+   * rewrites (Brazil's and Mexico's mobile prefixes).
+   */
+  rewriteWaId(to: string, waId: string): void;
+  /** numbers, faults, log, latency, rewrites */
   reset(): void;
   close(): Promise<void>;
 }
@@ -189,6 +194,7 @@ const isReadReceipt = (body: unknown) =>
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const host = options.host ?? "127.0.0.1";
   const numbers = new Map<string, NumberState>();
+  const waIdRewrites = new Map<string, string>();
   const templates = new Map<string, SandboxTemplate[]>();
   const media = new Map<string, StoredMedia>();
   const signingKey = randomBytes(32);
@@ -351,7 +357,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       options.onMessageAccepted?.(accepted);
       return {
         messaging_product: "whatsapp",
-        contacts: [{ input: accepted.to, wa_id: accepted.to.replace(/\D/g, "") }],
+        contacts: [
+          { input: accepted.to, wa_id: waIdRewrites.get(accepted.to) ?? accepted.to.replace(/\D/g, "") },
+        ],
         messages: [{ id: accepted.messageId }],
       };
     }
@@ -663,7 +671,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         remaining: fault.times ?? 1,
       });
     },
+    rewriteWaId(to, waId) {
+      waIdRewrites.set(to, waId);
+    },
     reset() {
+      waIdRewrites.clear();
       numbers.clear();
       templates.clear();
       media.clear();
