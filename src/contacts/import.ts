@@ -88,26 +88,57 @@ const parserOptions = (delimiter: string): Options => ({
 export const csvRecords = (bytes: Buffer) =>
   Readable.from([bytes]).pipe(parse(parserOptions(detectDelimiter(bytes))));
 
+/** Read from the stored file a piece at a time, so the job's memory does not grow with the file. */
+const FILE_CHUNK = 1024 * 1024;
+
+async function* storedFile(db: DbOrTx, importId: string, size: number) {
+  for (let offset = 0; offset < size; offset += FILE_CHUNK) {
+    const { rows } = await db.execute<{ piece: Buffer }>(
+      sql`select substring(data from ${offset + 1} for ${FILE_CHUNK}) as piece
+            from ${contactImportFiles} where import_id = ${importId}`,
+    );
+    const piece = rows[0]?.piece;
+    if (!piece) throw new Error("The uploaded file is gone");
+    yield piece;
+  }
+}
+
+/** countRecords over a stream of pieces. */
+async function countStoredRecords(pieces: AsyncIterable<Buffer>) {
+  const counter = recordCounter();
+  for await (const piece of pieces) counter.add(piece);
+  return counter.total();
+}
+
 /**
  * The number of data records (header excluded): newlines outside quotes that
  * end a non-empty line. A quick pass, for the progress bar.
  */
 export function countRecords(bytes: Buffer): number {
+  const counter = recordCounter();
+  counter.add(bytes);
+  return counter.total();
+}
+
+function recordCounter() {
   let records = 0;
   let quoted = false;
   let lineHasContent = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const c = bytes[i];
-    if (c === 0x22) {
-      quoted = !quoted;
-      lineHasContent = true;
-    } else if (!quoted && (c === 0x0a || c === 0x0d)) {
-      if (lineHasContent) records++;
-      lineHasContent = false;
-    } else lineHasContent = true;
-  }
-  if (lineHasContent) records++;
-  return Math.max(0, records - 1);
+  return {
+    add(bytes: Buffer) {
+      for (let i = 0; i < bytes.length; i++) {
+        const c = bytes[i];
+        if (c === 0x22) {
+          quoted = !quoted;
+          lineHasContent = true;
+        } else if (!quoted && (c === 0x0a || c === 0x0d)) {
+          if (lineHasContent) records++;
+          lineHasContent = false;
+        } else lineHasContent = true;
+      }
+    },
+    total: () => Math.max(0, records + (lineHasContent ? 1 : 0) - 1),
+  };
 }
 
 const csvError = (error: unknown) => {
@@ -385,7 +416,10 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
   const { db } = deps;
   const [found] = await db.select().from(contactImports).where(eq(contactImports.id, importId));
   if (!found || found.status === "completed" || found.status === "failed") return;
-  const [file] = await db.select().from(contactImportFiles).where(eq(contactImportFiles.importId, importId));
+  const [file] = await db
+    .select({ size: sql<number>`octet_length(${contactImportFiles.data})`.mapWith(Number) })
+    .from(contactImportFiles)
+    .where(eq(contactImportFiles.importId, importId));
   if (!file) {
     await saveProgress(db, importId, {
       status: "failed",
@@ -395,17 +429,24 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
     return;
   }
   let current: ImportRow = found;
-  const bytes = file.data;
+  const pieces = () => storedFile(db, importId, file.size);
   if (current.status === "queued" || current.totalRows === null) {
     current =
       (await saveProgress(db, importId, {
         status: "running",
-        totalRows: countRecords(bytes),
+        totalRows: await countStoredRecords(pieces()),
         updatedAt: deps.now(),
       })) ?? current;
   }
   const definitions = await definitionMap(db, current.accountId);
-  const parser = csvRecords(bytes);
+  const [head] = await db
+    .execute<{ piece: Buffer }>(
+      sql`select substring(data from 1 for 65536) as piece from ${contactImportFiles} where import_id = ${importId}`,
+    )
+    .then((r) => r.rows);
+  const parser = Readable.from(pieces()).pipe(
+    parse(parserOptions(detectDelimiter(head?.piece ?? Buffer.alloc(0)))),
+  );
   let header: string[] | null = null;
   let plan: Parameters<typeof prepareRow>[1] | null = null;
   let recordNo = 0;
