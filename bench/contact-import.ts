@@ -43,8 +43,8 @@ export async function runContactImportBench(i: {
     const cities = ["Lisbon", "Porto", "London", "Leeds", "Faro"];
     let chunk = "";
     for (let n = 0; n < i.rows; n++) {
-      // UK mobile numbers +44 7700 000000 .. 999999 and +44 7701 ... (distinct, valid by length).
-      const phone = `+447${String(700 + Math.floor(n / 1_000_000)).padStart(3, "0")}${String(n % 1_000_000).padStart(6, "0")}`;
+      // Portuguese mobile numbers +351 91x xxx xxx: distinct and valid.
+      const phone = `+35191${String(n).padStart(7, "0")}`;
       chunk += `${phone},"Customer ${n}",${cities[n % 5]},${n % 3 === 0 ? "vip" : "lead"}\n`;
       if (chunk.length > 1 << 20) {
         if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", () => r()));

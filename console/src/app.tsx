@@ -5,7 +5,9 @@ import { AcceptInvitePage } from "./features/auth/accept-invite";
 import { OnboardingPage } from "./features/auth/onboarding";
 import { SignInPage, SignUpPage } from "./features/auth/sign-in";
 import { ChannelPage } from "./features/channel/channel-page";
+import { ContactPage } from "./features/contacts/contact-page";
 import { ContactsPage } from "./features/contacts/contacts-page";
+import { ImportWizard } from "./features/contacts/import-wizard";
 import { FlowsPage } from "./features/flows/flows-page";
 import { RunsPage } from "./features/flows/runs-page";
 import { InboxPage } from "./features/inbox/inbox-page";
@@ -83,6 +85,8 @@ function SignedIn() {
           <Route path="/" component={() => <Redirect to="/inbox" replace />} />
           <Route path="/inbox/:id?" component={InboxPage} />
           <Route path="/contacts" component={ContactsPage} />
+          <Route path="/contacts/import" component={ImportWizard} />
+          <Route path="/contacts/:id" component={ContactPage} />
           <Route path="/flows" component={FlowsPage} />
           <Route path="/flows/:id/runs/:runId?" component={RunsPage} />
           <Route path="/flows/:id" component={FlowEditorPage} />

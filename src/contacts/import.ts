@@ -22,7 +22,7 @@ import { normalisePhone } from "./phone.js";
 export const IMPORT_TASK = "import-contacts";
 export const IMPORT_MAX_BYTES = 50 * 1024 * 1024;
 /** Rows written per transaction. */
-export const IMPORT_BATCH = 5_000;
+export const IMPORT_BATCH = 2_000;
 /** A progress event at most this often (and one at the end). */
 const EVENT_EVERY_MS = 1_000;
 
