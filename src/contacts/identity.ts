@@ -27,3 +27,6 @@ export async function adoptWhatsAppId(
      where k.id = ${contact} and k.wa_id <> ${input.waId}
        and not exists (select 1 from contacts o where o.account_id = k.account_id and o.wa_id = ${input.waId})`);
 }
+
+/** (Defined with the Graph client, which addresses BSUIDs with `recipient`.) */
+export { isBsuid } from "../upstream/graph.js";

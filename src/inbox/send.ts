@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { adoptWhatsAppId } from "../contacts/identity.js";
+import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
@@ -103,7 +103,8 @@ export async function sendAgentText(
     .from(messagingConfigs)
     .where(eq(messagingConfigs.accountId, input.accountId));
   if (!config) throw new ApiError(400, "The messaging channel is not configured for this account");
-  const to = toUpstreamPhone(input.contactPhone);
+  // A customer known only by their BSUID (no phone) is addressed by it.
+  const to = isBsuid(input.contactPhone) ? input.contactPhone : toUpstreamPhone(input.contactPhone);
   if (!to) throw new ApiError(400, "The contact has no phone number");
   let token: string;
   try {

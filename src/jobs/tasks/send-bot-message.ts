@@ -1,5 +1,5 @@
 import { and, eq, sql } from "drizzle-orm";
-import { adoptWhatsAppId } from "../../contacts/identity.js";
+import { adoptWhatsAppId, isBsuid } from "../../contacts/identity.js";
 import { prepared } from "../../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
@@ -248,7 +248,8 @@ function sendTarget(deps: AppDeps, payload: BotSendPayload, row: Claimed): Targe
       reason: "send_failed",
     };
   }
-  const to = toUpstreamPhone(row.phone);
+  // No phone: the customer's BSUID, their WhatsApp id then (Meta withholds their number).
+  const to = row.phone ? toUpstreamPhone(row.phone) : isBsuid(row.waId) ? row.waId : null;
   if (!to) return { ok: false, problem: "The contact has no phone number", reason: "send_failed" };
   let token: string;
   try {

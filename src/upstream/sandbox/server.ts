@@ -595,8 +595,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   function acceptMessage(number: NumberState, body: unknown): AcceptedMessage {
     const b = asObject(body);
     if (b.messaging_product !== "whatsapp") throw invalidParameter("messaging_product must be 'whatsapp'");
-    if (typeof b.to !== "string" || !/\d/.test(b.to)) {
-      throw invalidParameter("to is required and must be a phone number");
+    // A customer who hides their number is addressed by BSUID in `recipient`; `to` wins when both come.
+    const to =
+      typeof b.to === "string"
+        ? b.to
+        : typeof b.recipient === "string" && /^[A-Z]{2}\.[A-Za-z0-9.]+$/.test(b.recipient)
+          ? b.recipient
+          : undefined;
+    if (typeof to !== "string" || !/\d/.test(to)) {
+      throw invalidParameter("to (a phone number) or recipient (a BSUID) is required");
     }
     if (typeof b.type !== "string") throw invalidParameter("type is required");
     const payload = b[b.type];
@@ -628,7 +635,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           throw invalidParameter(`${b.type}.id is not a media id of this number`);
         }
     }
-    return { phoneNumberId: number.phoneNumberId, to: b.to, messageId: newWamid(), type: b.type };
+    return { phoneNumberId: number.phoneNumberId, to, messageId: newWamid(), type: b.type };
   }
 
   const sandbox: Sandbox = {
