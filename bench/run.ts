@@ -430,6 +430,8 @@ async function main() {
   peakRss = Math.max(peakRss, rssOf(service.pid!));
   // The web console's budgets: its download, and a new message's way to an open inbox.
   if (!only || only.includes("console")) await runConsoleBench(embedded.url);
+  // Starting a 100,000-recipient campaign against a bare INSERT ... SELECT (bench/campaign.ts).
+  if (!only || only.includes("campaign")) await runScript("bench/campaign.ts", embedded.url, "campaign");
   if (only) return;
 
   const report = renderReport({
@@ -649,6 +651,17 @@ function runConsoleBench(databaseUrl: string): Promise<void> {
     children.push(child);
     child.on("exit", (code) =>
       code === 0 ? resolve() : reject(new Error("the console's budgets were not met")),
+    );
+  });
+}
+
+function runScript(script: string, databaseUrl: string, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const args = ["--import", "tsx", script, `--database-url=${databaseUrl}`, ...(quick ? ["--quick"] : [])];
+    const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit" });
+    children.push(child);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`the ${what} target was not met`)),
     );
   });
 }

@@ -2,11 +2,17 @@
 // migrations beside the compiled migrator, and builds the web console. Each step is skipped when
 // its inputs have not changed since the last build (a hash kept beside the output), so a second
 // `npm start` goes straight to starting the service.
+//
+// The build keeps only a minimal environment (scripts/child-env.mjs) for itself and everything it
+// starts, however it was run, and ends every helper it started (esbuild's service) before it exits.
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { reduceOwnEnvironment } from "./child-env.mjs";
 import { buildConsole, hashFiles } from "./console-build.mjs";
+
+reduceOwnEnvironment();
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const dist = path.join(root, "dist");

@@ -3,8 +3,10 @@
 // second `npm start` skips the build.
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { reduceOwnEnvironment } from "./child-env.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const consoleDir = path.join(root, "console");
@@ -50,6 +52,15 @@ export function consoleIsFresh() {
   return readFileSync(hashFile, "utf8").trim() === consoleSourceHash();
 }
 
+/**
+ * Ends the esbuild service process Vite started (it would otherwise live as long as this process,
+ * with this process's environment). Vite's own copy of esbuild, which may differ from ours.
+ */
+async function stopEsbuild() {
+  const fromVite = createRequire(createRequire(import.meta.url).resolve("vite"));
+  await fromVite("esbuild").stop();
+}
+
 /** Builds unless fresh (or when forced); answers whether it built. */
 export async function buildConsole({ force = false, quiet = false } = {}) {
   if (!force && consoleIsFresh()) return false;
@@ -69,12 +80,15 @@ export async function buildConsole({ force = false, quiet = false } = {}) {
   } finally {
     if (nodeEnv === undefined) delete process.env.NODE_ENV;
     else process.env.NODE_ENV = nodeEnv;
+    await stopEsbuild();
   }
   writeFileSync(hashFile, `${sourceHash}\n`);
   return true;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  // Run on its own (`npm run build:console`): the bundler gets the minimal environment too.
+  reduceOwnEnvironment();
   const started = performance.now();
   const built = await buildConsole({ force: process.argv.includes("--force") });
   console.log(

@@ -12,8 +12,11 @@ import { registerApiKeyRoutes } from "./auth/api-key-routes.js";
 import { createAuth } from "./auth/auth.js";
 import { registerIdentityRoutes } from "./auth/identity-routes.js";
 import { registerCrossOriginGuard } from "./auth/origins.js";
+import { createRevocations } from "./auth/revocations.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
+import { registerBotsRoutes } from "./bots/routes.js";
+import { registerCampaignRoutes } from "./campaigns/routes.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
 import type { Config } from "./config.js";
 import { registerContactRoutes } from "./contacts/routes.js";
@@ -27,11 +30,13 @@ import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
-import { docs, healthAnswer } from "./http/openapi.js";
+import { docs, healthAnswer, withOperationId } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions } from "./logging.js";
+import { createMailer } from "./mail/mailer.js";
+import { queueMail } from "./mail/queue.js";
 import { registerMediaRoutes } from "./media/routes.js";
 import { createMediaStore } from "./media/store.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
@@ -183,8 +188,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(swagger, {
+    transform: withOperationId,
     openapi: {
       openapi: "3.1.0",
+      servers: [{ url: config.publicUrl, description: "This service (PUBLIC_URL)" }],
       info: {
         title: "wa-inbox API",
         version: "0.1.0",
@@ -196,10 +203,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
           bearer: {
             type: "http",
             scheme: "bearer",
-            description: "A session token (sign-in's `set-auth-token`) or an API key",
+            description:
+              "A session's signed token (sign-in's `token`, also its `set-auth-token` header) or an API key. The token without its signature is no credential.",
           },
           cookie: { type: "apiKey", in: "cookie", name: "better-auth.session_token" },
-          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+          apiKey: {
+            type: "apiKey",
+            in: "header",
+            name: "X-API-Key",
+            description:
+              "An API key. When a request carries one (here, or as a bearer token starting `wak_`), the key is its only credential: an unknown, deleted or expired key is 401 even beside a valid session, never a fallback to the session.",
+          },
         },
       },
       security: [{ bearer: [] }, { cookie: [] }, { apiKey: [] }],
@@ -210,13 +224,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // preservePath: a filename with path separators is refused (400), not quietly cut to its last part.
   await app.register(multipart, { limits: MULTIPART_LIMITS, preservePath: true });
 
-  const auth = createAuth(database.db, config, app.log);
+  const cipher = createTokenCipher(config.encryptionKey);
+  const mailer = createMailer(config, app.log.child({ component: "mail" }));
+  const auth = createAuth(database.db, config, app.log, {
+    queue: (mail) => queueMail(database.db, cipher, mail),
+    verifyOnSignUp: mailer.mode === "smtp",
+  });
   const deps: AppDeps = {
     config,
     db: database.db,
     pool: database.pool,
     sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
-    cipher: createTokenCipher(config.encryptionKey),
+    revocations: createRevocations({ connectionString: database.url }, app.log),
+    cipher,
     graph: createGraphClient({
       baseUrl: config.graphApiUrl,
       version: config.graphApiVersion,
@@ -224,6 +244,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }),
     media: createMediaStore(config.mediaStore),
     jobs: createJobs(database.pool),
+    mailer,
     log: app.log,
     now: options.now ?? (() => new Date()),
     eventHub: createEventHub({ connectionString: database.url }, app.log),
@@ -232,6 +253,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   app.decorate("deps", deps);
   app.addHook("onClose", () => deps.eventHub.close());
+  app.addHook("onClose", async () => mailer.close());
+  // A revocation on any instance empties this one's session cache for that user at once.
+  deps.revocations.subscribe((userId) =>
+    userId ? deps.sessions.forgetUser(userId) : deps.sessions.forgetAll(),
+  );
+  app.addHook("onReady", async () => deps.revocations.start());
+  app.addHook("onClose", () => deps.revocations.close());
 
   app.get(
     "/healthz",
@@ -290,6 +318,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerTemplateRoutes(app, deps);
   registerMediaRoutes(app, deps);
   registerSettingsRoutes(app, deps);
+  registerCampaignRoutes(app, deps);
+  registerBotsRoutes(app, deps);
 
   if (options.workers ?? config.workers) {
     const workers = await startWorkers(deps, {

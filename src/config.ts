@@ -27,6 +27,19 @@ const rateLimit = (fallback: string) =>
 
 const url = z.string().url();
 
+/** `name@domain` or `Display name <name@domain>`, on one line. */
+const MAIL_FROM_FORMAT = /^(?:[^<>\r\n]*<[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+)$/;
+
+/**
+ * Outgoing email: through SMTP when `smtpUrl` is set; otherwise, outside
+ * production, each mail is written to the log (the development outbox), and in
+ * production it is not sent.
+ */
+export interface MailConfig {
+  smtpUrl: string | undefined;
+  from: string;
+}
+
 const schema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -53,6 +66,7 @@ const schema = z.object({
   REACT_RATE_LIMIT: rateLimit("120/60s"),
   SIGN_IN_RATE_LIMIT: rateLimit("10/15m"),
   SIGN_IN_IP_RATE_LIMIT: rateLimit("100/15m"),
+  SIGN_IN_EMAIL_RATE_LIMIT: rateLimit("50/15m"),
   TRUSTED_ORIGINS: z
     .string()
     .default("")
@@ -89,6 +103,20 @@ const schema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  // Messages never repeat the value: the URL may carry the SMTP password.
+  SMTP_URL: z
+    .string()
+    .refine((value) => /^smtps?:\/\//i.test(value) && URL.canParse(value), {
+      message: "must be an smtp:// or smtps:// URL, for example smtps://user:password@smtp.example.com:465",
+    })
+    .optional(),
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .refine((value) => MAIL_FROM_FORMAT.test(value), {
+      message: 'must be an address such as "wa-inbox <no-reply@example.com>" or "no-reply@example.com"',
+    })
+    .optional(),
 });
 
 /** Where media files are kept: files under DATA_DIR/media, or an S3-compatible bucket. */
@@ -117,9 +145,15 @@ export interface Config {
   appSecret: string | undefined;
   redisUrl: string | undefined;
   reactRateLimit: RateLimitSetting;
-  /** Failed sign-ins allowed per email, and per client address, per window. */
+  /**
+   * Sign-in throttling (auth/sign-in-throttle.ts): failed attempts per (email,
+   * client) pair before exponential back-off, capped at the window; failed
+   * attempts per client address over all emails (refused beyond); failed
+   * attempts per email from all clients (slowed, never refused, beyond).
+   */
   signInRateLimit: RateLimitSetting;
   signInIpRateLimit: RateLimitSetting;
+  signInEmailRateLimit: RateLimitSetting;
   /** Browser origins besides PUBLIC_URL that may use cookie sessions (a console's dev server). */
   trustedOrigins: string[];
   /** Fastify's trustProxy: whether (or which) proxies' X-Forwarded-For names the client. */
@@ -132,6 +166,7 @@ export interface Config {
   workers: boolean;
   /** Jobs one instance runs at once. */
   workerConcurrency: number;
+  mail: MailConfig;
 }
 
 export class ConfigError extends Error {}
@@ -186,6 +221,7 @@ export function loadConfig(
     reactRateLimit: e.REACT_RATE_LIMIT,
     signInRateLimit: e.SIGN_IN_RATE_LIMIT,
     signInIpRateLimit: e.SIGN_IN_IP_RATE_LIMIT,
+    signInEmailRateLimit: e.SIGN_IN_EMAIL_RATE_LIMIT,
     trustedOrigins: e.TRUSTED_ORIGINS,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
@@ -193,7 +229,14 @@ export function loadConfig(
     mediaStore: mediaStoreConfig(e, dataDir),
     workers: e.WORKERS === "true",
     workerConcurrency: e.WORKER_CONCURRENCY,
+    mail: mailConfig(e),
   };
+}
+
+function mailConfig(e: z.infer<typeof schema>): MailConfig {
+  if (e.SMTP_URL && !e.MAIL_FROM)
+    throw new ConfigError("Missing MAIL_FROM: it is required when SMTP_URL is set");
+  return { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? "wa-inbox <no-reply@localhost.localdomain>" };
 }
 
 function mediaStoreConfig(e: z.infer<typeof schema>, dataDir: string): MediaStoreConfig {

@@ -1,10 +1,12 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { Revocations } from "./auth/revocations.js";
 import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { DeliveryPolicy } from "./events/delivery.js";
 import type { EventHub } from "./events/hub.js";
 import type { Jobs } from "./jobs/drain.js";
+import type { Mailer } from "./mail/mailer.js";
 import type { MediaStore } from "./media/store.js";
 import type { TokenCipher } from "./messaging/crypto.js";
 import type { GraphClient } from "./upstream/graph.js";
@@ -19,11 +21,15 @@ export interface AppDeps {
   db: Database["db"];
   pool: Database["pool"];
   sessions: Sessions;
+  /** Ended sessions, deleted API keys and role changes, heard from every instance. */
+  revocations: Revocations;
   cipher: TokenCipher;
   graph: GraphClient;
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;
+  /** Outgoing email (SMTP, or the development outbox); mails are queued (mail/queue.ts), never sent from a request. */
+  mailer: Mailer;
   /** The process's logger (background tasks log through it). */
   log: FastifyBaseLogger;
   now: () => Date;

@@ -2,8 +2,8 @@ import type { FastifyServerOptions } from "fastify";
 
 /** Query parameters whose values are logged; every other value is masked (it may be a token or a message text). */
 const KEPT_QUERY = new Set(["limit", "cursor", "after", "status", "hub.mode"]);
-/** Paths that carry secrets: an invitation's token (up to its final `/accept`). */
-const SECRET_PATH = /(\/api\/invitations\/).*?(\/accept\/?)?$/i;
+/** Paths that carry secrets: an invitation's token (up to its final `/accept`), the console's invitation page. */
+const SECRET_PATH = /(\/api\/invitations\/|^\/invite\/).*?(\/accept\/?)?$/i;
 
 const decode = (text: string): string | undefined => {
   try {
@@ -75,7 +75,93 @@ export function serializeError(error: unknown, depth = 0): unknown {
   return out;
 }
 
-/** Pino options: JSON lines, request id on every request line, secrets redacted. */
+/**
+ * The redaction list: names of fields whose values are never logged, at any
+ * depth of a log line (headers logged by a library, a job's payload, an
+ * error's fields). Compared lower-cased without separators, so
+ * `x-api-key`, `X_Api_Key` and `xApiKey` are one name.
+ */
+export const SECRET_FIELDS = [
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "set-cookie",
+  "x-api-key",
+  "api_key",
+  "set-auth-token",
+  "password",
+  "newPassword",
+  "currentPassword",
+  "token",
+  "key",
+  "secret",
+  "access_token",
+  "refresh_token",
+  "id_token",
+  "session_token",
+  "verify_token",
+  "hub.verify_token",
+  "app_secret",
+  "client_secret",
+  "pin",
+] as const;
+const fieldName = (name: string) => name.toLowerCase().replace(/[^a-z0-9]/g, "");
+const SECRET_NAMES = new Set(SECRET_FIELDS.map(fieldName));
+export const isSecretField = (name: string) => SECRET_NAMES.has(fieldName(name));
+
+const CENSOR = "[redacted]";
+/** Query or form parameters whose name says they hold a credential: `?access_token=`, `hub.verify_token=`. */
+const SECRET_PARAM =
+  /([?&;](?:[^=&\s#"'<>]*?)(?:token|key|secret|password|passwd|signature|sig|code|auth|session)(?:[^=&\s#"'<>]*)=)[^&\s#"'<>]*/gi;
+/** Credentials written out: `Bearer <token>`, `Basic <pair>`. */
+const SCHEME_CREDENTIAL = /\b(Bearer|Basic|Token)(\s+|%20|\+)[^\s"',;]+/gi;
+/** The invitation token in an invitation URL. */
+const INVITATION_PATH = /(\/api\/invitations\/)[^/\s?#"']+/gi;
+/** Outbound webhook signing secrets. */
+const WEBHOOK_SECRET = /\bwhsec_[A-Za-z0-9+/=]+/g;
+
+/** A free text with every credential it may carry (URL parameters, bearer tokens...) masked. */
+export function redactText(text: string): string {
+  return text
+    .replace(SECRET_PARAM, `$1${CENSOR}`)
+    .replace(SCHEME_CREDENTIAL, `$1 ${CENSOR}`)
+    .replace(INVITATION_PATH, `$1${CENSOR}`)
+    .replace(WEBHOOK_SECRET, `whsec_${CENSOR}`);
+}
+
+const MAX_REDACT_DEPTH = 12;
+const isPlain = (value: object) => {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+};
+
+/**
+ * A log value with the redaction list applied at every depth: secret fields
+ * censored, credentials in texts masked. Plain objects and arrays are copied
+ * (never changed: a library may have logged the request's own headers);
+ * class instances (a request, an error) are left to their serializers.
+ */
+export function redactValue(value: unknown, depth = 0): unknown {
+  if (typeof value === "string") return redactText(value);
+  if (value === null || typeof value !== "object" || depth > MAX_REDACT_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, depth + 1));
+  if (!isPlain(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(value)) {
+    out[name] =
+      isSecretField(name) && field !== undefined && field !== null ? CENSOR : redactValue(field, depth + 1);
+  }
+  return out;
+}
+
+/**
+ * Pino options: JSON lines, request id on every request line, secrets
+ * redacted. Every logger of the process writes through the logger built from
+ * these options (Fastify and its plugins, better-auth, graphile-worker, the
+ * background tasks), so the redaction list applies to all of them: field
+ * names at any depth (formatters), texts (the log method hook) and the
+ * serialized request and error.
+ */
 export function loggerOptions(level: string): FastifyServerOptions["logger"] {
   return {
     level,
@@ -86,24 +172,41 @@ export function loggerOptions(level: string): FastifyServerOptions["logger"] {
         'req.headers["x-api-key"]',
         'res.headers["set-cookie"]',
         'res.headers["set-auth-token"]',
-        "*.password",
-        "*.token",
-        "*.key",
-        "*.access_token",
-        "*.accessToken",
-        "*.verify_token",
-        "*.verifyToken",
-        "*.pin",
       ],
-      censor: "[redacted]",
+      censor: CENSOR,
+    },
+    formatters: {
+      log: (object: Record<string, unknown>) => redactValue(object) as Record<string, unknown>,
+      bindings: (bindings: Record<string, unknown>) => redactValue(bindings) as Record<string, unknown>,
+    },
+    hooks: {
+      logMethod(args: unknown[], method: (...args: unknown[]) => void) {
+        method.apply(
+          this,
+          args.map((arg) => (typeof arg === "string" ? redactText(arg) : arg)),
+        );
+      },
     },
     serializers: {
       req: (request: { method: string; url: string; id: string; ip?: string }) => ({
         method: request.method,
-        url: redactUrl(request.url),
+        url: redactText(redactUrl(request.url)),
         remoteAddress: request.ip,
       }),
-      err: (error: Error) => serializeError(error) as { type: string; message: string; stack: string },
+      err: (error: Error) =>
+        redactValue(serializeError(error)) as { type: string; message: string; stack: string },
     },
   };
+}
+
+/**
+ * Console output of libraries that write there directly, masked by the same
+ * list (the service's own lines go through pino).
+ */
+export function redactConsole(target: Console = console): void {
+  for (const name of ["log", "info", "warn", "error", "debug", "trace"] as const) {
+    const original = target[name].bind(target);
+    target[name] = (...args: unknown[]) =>
+      original(...args.map((arg) => (typeof arg === "string" ? redactText(arg) : redactValue(arg))));
+  }
 }

@@ -5,6 +5,7 @@ import { connectDatabase, type Database } from "./db/client.js";
 import { StartupError } from "./db/data-dir-lock.js";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
+import { redactConsole } from "./logging.js";
 
 /** How long in-flight requests may finish after SIGTERM before their connections are cut. */
 const DRAIN_MS = 10_000;
@@ -16,6 +17,8 @@ const HTTP_CONNECTIONS = 10;
 
 async function main() {
   const startedAt = performance.now();
+  // Libraries that print to the console get the logs' redaction list too.
+  redactConsole();
   const config = loadConfig();
 
   // What has been started so far, stopped in reverse order on a signal or a failed start.

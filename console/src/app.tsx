@@ -3,7 +3,11 @@ import { lazy, Suspense, useEffect, useLayoutEffect } from "react";
 import { Redirect, Route, Switch, useLocation } from "wouter";
 import { AcceptInvitePage } from "./features/auth/accept-invite";
 import { OnboardingPage } from "./features/auth/onboarding";
+import { ForgotPasswordPage, ResetPasswordPage } from "./features/auth/reset-password";
 import { SignInPage, SignUpPage } from "./features/auth/sign-in";
+import { CampaignView } from "./features/campaigns/campaign-view";
+import { CampaignWizard } from "./features/campaigns/campaign-wizard";
+import { CampaignsPage } from "./features/campaigns/campaigns-page";
 import { ChannelPage } from "./features/channel/channel-page";
 import { ContactPage } from "./features/contacts/contact-page";
 import { ContactsPage } from "./features/contacts/contacts-page";
@@ -87,6 +91,9 @@ function SignedIn() {
           <Route path="/contacts" component={ContactsPage} />
           <Route path="/contacts/import" component={ImportWizard} />
           <Route path="/contacts/:id" component={ContactPage} />
+          <Route path="/campaigns" component={CampaignsPage} />
+          <Route path="/campaigns/new" component={CampaignWizard} />
+          <Route path="/campaigns/:id" component={CampaignView} />
           <Route path="/flows" component={FlowsPage} />
           <Route path="/flows/:id/runs/:runId?" component={RunsPage} />
           <Route path="/flows/:id" component={FlowEditorPage} />
@@ -111,6 +118,8 @@ export function App() {
     <Switch>
       <Route path="/sign-in" component={SignInPage} />
       <Route path="/sign-up" component={SignUpPage} />
+      <Route path="/forgot-password" component={ForgotPasswordPage} />
+      <Route path="/reset-password" component={ResetPasswordPage} />
       <Route>
         <SignedIn />
       </Route>

@@ -45,7 +45,8 @@ export const changePasswordBody = z.object({
 });
 
 export const revokeSessionBody = z.object({
-  token: z.string().describe("The session's token (list-sessions)"),
+  id: z.uuid().optional().describe("The session's id (list-sessions)"),
+  token: z.string().optional().describe("Or the session's token, as sign-in answered it"),
 });
 
 export const updateUserBody = z.object({
@@ -64,25 +65,63 @@ export const signUpAnswer = z.object({
 
 export const signInAnswer = z.object({
   redirect: z.boolean(),
-  token: z.string().describe("The session token, also in the `set-auth-token` header"),
+  token: z
+    .string()
+    .describe(
+      "The session's bearer token (signed), as in the `set-auth-token` header: send it as `Authorization: Bearer <token>`",
+    ),
   url: z.string().nullable().optional(),
   user: authUser,
 });
 
 export const changePasswordAnswer = z.object({
-  token: z.string().nullable().describe("A new session token when other sessions were revoked"),
+  token: z.string().nullable().describe("A new bearer token (signed) when other sessions were revoked"),
   user: authUser,
 });
 
 export const getSessionAnswer = z
-  .object({ session: authSession.extend({ token: z.string() }), user: authUser })
+  .object({
+    session: authSession.extend({
+      token: z.string().describe("The session's bare token: no credential without its signature"),
+    }),
+    user: authUser,
+  })
   .nullable()
   .describe("null when the request carries no valid session");
 
-export const listSessionsAnswer = z.array(authSession.extend({ token: z.string() }));
+export const listSessionsAnswer = z
+  .array(authSession)
+  .describe("Without tokens (they are stored only as hashes): revoke a session by its id");
 
 export const throttled = {
   description:
-    "Too many failed sign-ins for this email or from this address: `{ error, retry_after_seconds }`, with `Retry-After`",
+    "Too many failed sign-ins for this email from this client (backing off), or from this client address: `{ error, retry_after_seconds }`, with `Retry-After`",
+  body: z.object({ error: z.string(), retry_after_seconds: z.int() }),
+};
+
+export const requestPasswordResetBody = z.object({ email: z.email() });
+
+export const resetPasswordBody = z.object({
+  token: z.string().describe("The `token` of the reset link (`/reset-password?token=...`)"),
+  newPassword: z.string().min(8).max(128),
+});
+
+export const sendVerificationBody = z.object({
+  email: z.email().describe("With a session: the caller's own email"),
+});
+
+export const verifyEmailQuery = z.object({
+  token: z.string().describe("The token of the verification link"),
+  callbackURL: z.string().optional().describe("Where the browser goes next (a path of this service)"),
+});
+
+export const mailRequestAnswer = z.object({
+  status: z.boolean(),
+  message: z.string().optional(),
+});
+
+export const mailThrottled = {
+  description:
+    "Too many mail requests for this email or from this address: `{ error, retry_after_seconds }`, with `Retry-After`",
   body: z.object({ error: z.string(), retry_after_seconds: z.int() }),
 };

@@ -1,18 +1,24 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Db } from "../db/client.js";
+import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
+import { isUuid } from "../http/ids.js";
 import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
-import { requireAccount, requireOwner, type Sessions } from "./session.js";
+import { invitationMail } from "../mail/messages.js";
+import { queueMail } from "../mail/queue.js";
+import { requireAccount, requireOwner } from "./session.js";
 import {
   acceptInvitation,
+  changeMemberRole,
   createAccount,
   createInvitation,
+  EMAIL_NOT_VERIFIED,
   getAccount,
   listMembers,
+  removeMember,
   toAccountJson,
 } from "./tenancy.js";
 
@@ -35,20 +41,43 @@ const invitationAnswer = z.object({
   invitation: z.object({
     id: z.uuid(),
     email: z.string(),
-    token: z.string().describe("Shown once; the invitee accepts with it"),
+    token: z
+      .string()
+      .describe(
+        "Shown once. The invitee accepts with it only once their email is verified; the invitation mail carries another token that proves the mailbox by itself",
+      ),
     expires_at: timestamp,
   }),
 });
-const membersAnswer = z.object({
-  members: z.array(
-    z.object({ user_id: z.uuid(), name: z.string(), email: z.string(), role: role, joined_at: timestamp }),
-  ),
+const memberJson = z.object({
+  user_id: z.uuid(),
+  name: z.string(),
+  email: z.string(),
+  role: role,
+  availability: z
+    .enum(["online", "away"])
+    .describe("Auto-assignment gives conversations only to online members"),
+  joined_at: timestamp,
+});
+const membersAnswer = z.object({ members: z.array(memberJson) });
+const memberParams = z.object({ user_id: z.uuid() });
+const roleBody = z.object({
+  role: z.enum(["owner", "member"], { error: 'role must be "owner" or "member"' }),
 });
 
 const noAccount = "The caller's profile has no account";
+const ownerOnly = `${noAccount}, the caller is a member, or an API key`;
+const lastOwner = "The change would leave the account without an owner (make another member an owner first)";
 
-export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions }) {
-  const { db, sessions } = deps;
+/** The console's page where an invitation is accepted. */
+export const invitationLink = (publicUrl: string, token: string) =>
+  `${publicUrl}/invite/${encodeURIComponent(token)}`;
+
+export function registerTenancyRoutes(
+  app: FastifyInstance,
+  deps: Pick<AppDeps, "db" | "sessions" | "cipher" | "config">,
+) {
+  const { db, sessions, cipher, config } = deps;
 
   app.get(
     "/api/me",
@@ -96,7 +125,8 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
     docs({
       tags: ["accounts"],
       summary: "Invite someone by email to the caller's account (owner only, valid 7 days)",
-      description: "Only the user who signs in with that email can accept the invitation.",
+      description:
+        "Emails the invitation (a link with a token that only the mail carries). Only the user who signs in with that email can accept it, with proof of the mailbox: the mailed link, or, with the `token` answered here, an email they have verified.",
       body: invitationBody,
       responses: {
         201: { description: "Created", body: invitationAnswer },
@@ -108,11 +138,23 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
       const caller = await sessions.require(request);
       const accountId = requireOwner(caller);
       const body = parse(invitationBody, readJsonObject(request));
-      const invitation = await createInvitation(db, {
-        accountId,
-        invitedBy: caller.userId,
-        email: body.email,
-      });
+      const account = await getAccount(db, accountId);
+      const invitation = await createInvitation(
+        db,
+        { accountId, invitedBy: caller.userId, email: body.email },
+        (tx, invited) =>
+          queueMail(
+            tx,
+            cipher,
+            invitationMail({
+              to: invited.email,
+              accountName: account?.name ?? "a team",
+              inviterName: caller.name,
+              link: invitationLink(config.publicUrl, invited.mailboxToken),
+              expiresAt: invited.expiresAt,
+            }),
+          ),
+      );
       return reply.code(201).send({ invitation });
     },
   );
@@ -122,10 +164,12 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
     docs({
       tags: ["accounts"],
       summary: "Join the account that issued the invitation",
+      description:
+        "The token is the invitation mail's (proof of the mailbox: it also marks the caller's email verified) or the one answered to the owner (accepted only when the caller's email is verified).",
       params: tokenParams,
       responses: {
         200: { description: "Joined as a member", body: accountAnswer },
-        403: "The invitation was sent to another email address",
+        403: `The invitation was sent to another email address; or \`code: "email_not_verified"\`: ${EMAIL_NOT_VERIFIED}`,
         404: "Invitation not found, used or expired",
         409: "The caller already belongs to an account",
       },
@@ -155,6 +199,67 @@ export function registerTenancyRoutes(app: FastifyInstance, deps: { db: Db; sess
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);
       return { members: await listMembers(db, accountId) };
+    },
+  );
+
+  app.patch<{ Params: { user_id: string } }>(
+    "/api/accounts/members/:user_id",
+    docs({
+      tags: ["accounts"],
+      summary: "Change a member's role (owner only)",
+      description:
+        "An owner may make a member an owner or an owner (themself included) a member, as long as the account keeps one owner.",
+      params: memberParams,
+      body: roleBody,
+      responses: {
+        200: { description: "The member with their new role", body: z.object({ member: memberJson }) },
+        400: 'Invalid JSON, or role not "owner" or "member"',
+        403: ownerOnly,
+        404: "No such member in the caller's account",
+        409: lastOwner,
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireOwner(caller);
+      const body = parse(roleBody, readJsonObject(request));
+      const userId = request.params.user_id;
+      if (!isUuid(userId)) throw new ApiError(404, "Member not found");
+      const member = await changeMemberRole(db, {
+        accountId,
+        callerId: caller.userId,
+        userId,
+        role: body.role,
+      });
+      sessions.forgetUser(userId);
+      if (!member) throw new ApiError(404, "Member not found");
+      return { member };
+    },
+  );
+
+  app.delete<{ Params: { user_id: string } }>(
+    "/api/accounts/members/:user_id",
+    docs({
+      tags: ["accounts"],
+      summary: "Remove a member from the account (owner only)",
+      description:
+        "Their profile then links to no account: their sessions stay (they may create or join another account) but lose this account at once on every instance, open event streams included. Conversations assigned to them become unassigned.",
+      params: memberParams,
+      responses: {
+        200: { description: "Removed", body: z.object({ ok: z.literal(true) }) },
+        403: ownerOnly,
+        404: "No such member in the caller's account",
+        409: lastOwner,
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireOwner(caller);
+      const userId = request.params.user_id;
+      if (!isUuid(userId)) throw new ApiError(404, "Member not found");
+      await removeMember(db, { accountId, callerId: caller.userId, userId });
+      sessions.forgetUser(userId);
+      return { ok: true };
     },
   );
 }

@@ -15,6 +15,8 @@ export interface Sessions {
   require(request: FastifyRequest): Promise<Caller>;
   /** Forgets cached callers of this user (their profile or account link changed). */
   forgetUser(userId: string): void;
+  /** Forgets every cached caller (revocations may have been missed). */
+  forgetAll(): void;
 }
 
 interface Cached {
@@ -32,10 +34,11 @@ export interface SessionCacheOptions {
 /**
  * Resolving a session costs several queries (session, user, profile) on every
  * request, so a resolved caller is reused for a few seconds, keyed by the
- * credential. Sign-out, revocations and account changes on this instance
- * forget the user's entries at once; on other instances a revoked session
- * lives on for at most the TTL. API keys are never cached: one indexed query
- * per request, so a deleted key is dead at once on every instance.
+ * credential. Sign-out, revocations and account changes forget the user's
+ * entries at once: on this instance directly, on every instance through the
+ * database's notification (auth/revocations.ts, wired in app.ts); the TTL
+ * bounds the rest (a LISTEN connection down). API keys are never cached: one
+ * indexed query per request, so a deleted key is dead at once everywhere.
  */
 export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions = {}): Sessions {
   const ttlMs = options.ttlMs ?? 5_000;
@@ -46,6 +49,7 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
   // When each user's entries were last forgotten: a resolution that started
   // before then may have read a session revoked meanwhile, and is not cached.
   const forgottenAt = new Map<string, number>();
+  let everythingForgottenAt = -1;
 
   const forgetKey = (key: string) => {
     const entry = cache.get(key);
@@ -56,7 +60,7 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
 
   const remember = (key: string, caller: Caller, sessionExpiresAt: Date, startedAt: number) => {
     if (ttlMs <= 0) return;
-    if ((forgottenAt.get(caller.userId) ?? -1) >= startedAt) return;
+    if (Math.max(forgottenAt.get(caller.userId) ?? -1, everythingForgottenAt) >= startedAt) return;
     if (cache.size >= maxEntries) {
       const oldest = cache.keys().next().value;
       if (oldest !== undefined) forgetKey(oldest);
@@ -72,6 +76,7 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
 
   return {
     async require(request) {
+      // A request carrying an API key is the key's: an invalid one is 401, never a fall-back to a session.
       const apiKey = apiKeyFromHeaders(request.headers);
       if (apiKey !== undefined) {
         const caller = await resolveApiKey(db, apiKey, new Date(now()));
@@ -113,6 +118,12 @@ export function createSessions(auth: Auth, db: Db, options: SessionCacheOptions 
         for (const [user, time] of forgottenAt) if (time < at - ttlMs) forgottenAt.delete(user);
       }
       forgottenAt.set(userId, at);
+    },
+    forgetAll() {
+      cache.clear();
+      keysByUser.clear();
+      forgottenAt.clear();
+      everythingForgottenAt = now();
     },
   };
 }

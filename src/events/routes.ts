@@ -38,7 +38,11 @@ const ABOUT =
 /** The account event log: paged reads and the live Server-Sent Events stream. */
 export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
   const { db, sessions } = deps;
-  const open = new Set<EventStream>();
+  // The open streams and whose each is: a revocation heard for that user (from any instance) re-checks it at once.
+  const open = new Map<EventStream, string>();
+  deps.revocations.subscribe((userId) => {
+    for (const [stream, owner] of open) if (userId === null || owner === userId) void stream.recheck();
+  });
 
   app.get(
     "/api/events",
@@ -78,22 +82,30 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
       description:
         `${ABOUT} Each event is sent as \`id: <event id>\` and \`data: <event JSON>\`; a comment line ` +
         "(`: heartbeat`) comes every 15 s. Reconnecting with `Last-Event-ID` (or `?last_event_id=`) first sends " +
-        "every kept event after that one (all kept events when it is unknown); without it the stream starts now. " +
+        "every kept event after that one (400 when it is no kept event of the account); without it the stream starts now. " +
         "Changes made through any instance of the service arrive.",
       querystring: streamQuery,
       responses: {
-        200: "`text/event-stream`",
+        200: { description: "The events, as Server-Sent Events", contentType: "text/event-stream" },
+        400: "`Last-Event-ID` (or `last_event_id`) is not a kept event of the account",
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
     }),
     async (request, reply) => {
-      const accountId = requireAccount(await sessions.require(request));
+      const caller = await sessions.require(request);
+      const accountId = requireAccount(caller);
       const query = parse(streamQuery, request.query);
       const header = request.headers["last-event-id"];
-      const lastId = (Array.isArray(header) ? header[0] : header) || query.last_event_id;
-      // An unknown id (purged, mistyped) replays what is kept rather than silently skipping it.
+      const fromHeader = Array.isArray(header) ? header[0] : header;
+      const lastId = fromHeader || query.last_event_id;
       const position = lastId ? await positionOf(db, accountId, lastId) : await endOfLog(db);
+      // Like `after=` on GET /api/events: an id that is no kept event of the account (purged,
+      // mistyped, another account's) is refused rather than guessed at.
+      if (!position) {
+        const name = fromHeader ? "Last-Event-ID" : "last_event_id";
+        throw new ApiError(400, `${name}: unknown event id (events are kept for 7 days)`);
+      }
 
       reply.hijack();
       const res = reply.raw;
@@ -125,12 +137,13 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
         },
         (ended) => open.delete(ended),
       );
-      open.add(stream);
+      // A client gone during authentication has its stream ended already.
+      if (!res.destroyed) open.set(stream, caller.userId);
     },
   );
 
   // Open streams would keep the server from closing.
   app.addHook("preClose", async () => {
-    for (const stream of [...open]) stream.end();
+    for (const stream of [...open.keys()]) stream.end();
   });
 }

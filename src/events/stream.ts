@@ -121,11 +121,12 @@ export class EventStream {
     });
   }
 
-  private async beat() {
-    if (this.closed) return;
+  /** Ends the stream now if the caller may no longer read the account (a revocation was heard). */
+  async recheck(): Promise<boolean> {
+    if (this.closed) return false;
     if (this.res.destroyed) {
       this.end();
-      return;
+      return false;
     }
     let allowed = true;
     try {
@@ -133,11 +134,13 @@ export class EventStream {
     } catch {
       // A database hiccup is not a revocation: keep the stream.
     }
-    if (!allowed) {
-      this.end();
-      return;
-    }
-    if (!this.closed) this.res.write(": heartbeat\n\n");
+    if (!allowed) this.end();
+    return allowed && !this.closed;
+  }
+
+  private async beat() {
+    if (!(await this.recheck())) return;
+    this.res.write(": heartbeat\n\n");
     // Also a safety net for a notification lost with a dropped LISTEN connection.
     this.wake();
   }

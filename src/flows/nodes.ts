@@ -19,6 +19,7 @@ export const NODE_TYPES = [
   "set_tag",
   "handoff",
   "wait",
+  "business_hours",
   "end",
 ] as const;
 
@@ -133,6 +134,12 @@ export interface WaitConfig {
   next_node_key: string;
 }
 
+/** Goes on to open_node_key inside the account's business hours, else to closed_node_key. */
+export interface BusinessHoursConfig {
+  open_node_key: string;
+  closed_node_key: string;
+}
+
 export type EndConfig = Record<string, never>;
 
 export interface NodeConfigs {
@@ -147,6 +154,7 @@ export interface NodeConfigs {
   set_tag: SetTagConfig;
   handoff: HandoffConfig;
   wait: WaitConfig;
+  business_hours: BusinessHoursConfig;
   end: EndConfig;
 }
 
@@ -225,6 +233,9 @@ export function outgoingKeys(node: { node_type: string; config: unknown }): stri
       break;
     case "condition":
       keys = [...key(config.true_next), ...key(config.false_next)];
+      break;
+    case "business_hours":
+      keys = [...key(config.open_node_key), ...key(config.closed_node_key)];
       break;
     default:
       keys = [];

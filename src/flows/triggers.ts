@@ -19,6 +19,11 @@ export interface KeywordTriggerConfig {
   case_sensitive?: boolean;
 }
 
+/** Any trigger may add: start only outside the account's business hours (default false). */
+export interface BusinessHoursTriggerOption {
+  outside_business_hours_only?: boolean;
+}
+
 export const UNKNOWN_REPLY_ACTIONS = ["reprompt", "handoff", "ignore"] as const;
 export const EXHAUST_ACTIONS = ["handoff", "end"] as const;
 

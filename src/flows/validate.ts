@@ -156,8 +156,12 @@ export function validateFlowGraph(flow: GraphInput): ValidationIssue[] {
 export const hasBlockingIssues = (issues: ValidationIssue[]) => issues.some((i) => i.severity === "error");
 
 function checkTrigger(flow: GraphInput, error: (code: IssueCode, message: string) => void) {
-  if (flow.trigger_type !== "keyword") return;
   const config = isObject(flow.trigger_config) ? flow.trigger_config : {};
+  const outside = config.outside_business_hours_only;
+  if (outside !== undefined && typeof outside !== "boolean") {
+    error("invalid_trigger_config", "trigger_config.outside_business_hours_only must be true or false");
+  }
+  if (flow.trigger_type !== "keyword") return;
   const keywords = config.keywords;
   if (!Array.isArray(keywords) || !keywords.some(nonBlank)) {
     error("no_keywords", "A keyword flow needs at least one keyword in trigger_config.keywords");
@@ -365,6 +369,9 @@ function checkNodeConfig(type: string, config: Config, report: Report) {
       }
       return requireKey(config, "next_node_key", report);
     }
+    case "business_hours":
+      requireKey(config, "open_node_key", report);
+      return requireKey(config, "closed_node_key", report);
     case "end":
       return;
   }

@@ -1,4 +1,5 @@
-import type { RouteShorthandOptions } from "fastify";
+import type { SwaggerTransform } from "@fastify/swagger";
+import type { FastifySchema, RouteShorthandOptions } from "fastify";
 import { z } from "zod";
 
 /** One documented answer: a description, and the body's schema unless it is the `{ error }` shape. */
@@ -8,8 +9,10 @@ export type ResponseDoc =
       description: string;
       /** The JSON body; omitted for an error (`{ error }`) or for a 2xx documented only as an object. */
       body?: z.ZodType;
-      /** A non-JSON answer (the webhook handshake's text/plain). */
+      /** A non-JSON answer (the webhook handshake's text/plain, a file, an event stream). */
       contentType?: string;
+      /** Response headers a client reads: name -> what it holds. */
+      headers?: Record<string, string>;
     };
 
 interface RouteDoc {
@@ -17,6 +20,8 @@ interface RouteDoc {
   summary: string;
   description?: string;
   body?: z.ZodType;
+  /** The body's media type when it is not JSON (the media upload's multipart/form-data). */
+  bodyContentType?: "multipart/form-data";
   params?: z.ZodType;
   querystring?: z.ZodType;
   /** Status code -> the answer. Bodies of 4xx/5xx are `{ error }` unless a schema is given. */
@@ -36,13 +41,57 @@ export const errorBody = z
 /** The health routes' answer. */
 export const healthAnswer = z.object({ ok: z.literal(true) });
 
+/** Every 429 of the service says when to try again. */
+const RETRY_AFTER = { "retry-after": "Seconds to wait before trying again" };
+
 function responseSchema(status: number, doc: ResponseDoc): Record<string, unknown> {
-  const { description, body, contentType } = typeof doc === "string" ? { description: doc } : doc;
-  if (contentType) return { description, content: { [contentType]: { schema: { type: "string" } } } };
-  if (body) return { description, ...jsonSchema(body, "output") };
-  if (status >= 400) return { description, ...jsonSchema(errorBody, "output") };
-  return { description, type: "object", additionalProperties: true };
+  const {
+    description,
+    body,
+    contentType,
+    headers = status === 429 ? RETRY_AFTER : undefined,
+  } = typeof doc === "string" ? { description: doc } : doc;
+  const head = headers
+    ? {
+        headers: Object.fromEntries(
+          Object.entries(headers).map(([name, about]) => [name, { type: "string", description: about }]),
+        ),
+      }
+    : {};
+  // 204 and 304 carry no body at all.
+  if (status === 204 || status === 304) return { description, type: "null", ...head };
+  if (contentType) {
+    return { description, content: { [contentType]: { schema: { type: "string" } } }, ...head };
+  }
+  if (body) return { description, ...jsonSchema(body, "output"), ...head };
+  if (status >= 400) return { description, ...jsonSchema(errorBody, "output"), ...head };
+  return { description, type: "object", additionalProperties: true, ...head };
 }
+
+/**
+ * The operation id a generated client names its function after: the method,
+ * then each path segment but `/api` in PascalCase, a parameter as `By<Name>`
+ * (`GET /api/flows/:id` -> `getFlowsById`, `GET /api/contacts.csv` -> `getContactsCsv`).
+ */
+export function operationIdFor(method: string, url: string): string {
+  const words = url
+    .split("/")
+    .filter((segment, i) => segment !== "" && !(i === 1 && segment === "api"))
+    .flatMap((segment) => {
+      const param = /^:(.+)$/.exec(segment) ?? /^\{(.+)\}$/.exec(segment);
+      const parts = (param ? param[1]! : segment).split(/[^A-Za-z0-9]+/).filter(Boolean);
+      const pascal = parts.map((p) => p[0]!.toUpperCase() + p.slice(1)).join("");
+      return param ? [`By${pascal}`] : [pascal];
+    });
+  return method.toLowerCase() + words.join("");
+}
+
+/** @fastify/swagger's per-route transform: every operation gets its operation id. */
+export const withOperationId: SwaggerTransform = ({ schema, url, route }) => {
+  const method = Array.isArray(route.method) ? route.method[0]! : route.method;
+  if (!schema || "operationId" in schema) return { schema, url };
+  return { schema: { ...schema, operationId: operationIdFor(method, url) } as FastifySchema, url };
+};
 
 /**
  * Route options carrying OpenAPI documentation. Schemas here document only:
@@ -63,6 +112,7 @@ export function docs(doc: RouteDoc): RouteShorthandOptions {
       summary: doc.summary,
       ...(doc.description ? { description: doc.description } : {}),
       ...(doc.body ? { body: jsonSchema(doc.body) } : {}),
+      ...(doc.bodyContentType ? { consumes: [doc.bodyContentType] } : {}),
       ...(doc.params ? { params: jsonSchema(doc.params) } : {}),
       ...(doc.querystring ? { querystring: jsonSchema(doc.querystring) } : {}),
       response,

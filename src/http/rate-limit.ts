@@ -1,8 +1,11 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Redis } from "ioredis";
+import type pg from "pg";
 import {
   type IRateLimiterOptions,
+  type RateLimiterAbstract,
   RateLimiterMemory,
+  RateLimiterPostgres,
   RateLimiterRedis,
   RateLimiterRes,
 } from "rate-limiter-flexible";
@@ -39,25 +42,14 @@ export function createRateLimiter(
   deps: Pick<AppDeps, "config">,
   setting: RateLimitSetting,
   message = "Rate limit exceeded",
+  postgres?: { pool: pg.Pool; table: string },
 ): RateLimiter {
-  const options: IRateLimiterOptions = {
-    keyPrefix: "wa-inbox:rl",
-    points: setting.points,
-    duration: setting.durationSeconds,
-  };
-  const redisUrl = deps.config.redisUrl;
-  let limiter: RateLimiterMemory | RateLimiterRedis;
-  if (redisUrl) {
-    const store = redisStore(app, redisUrl);
-    limiter = new RateLimiterRedis({
-      ...options,
-      storeClient: store.client,
-      rejectIfRedisNotReady: true,
-      insuranceLimiter: new InsuranceLimiter(options, () => store.degraded("a rate-limit command failed")),
-    });
-  } else {
-    limiter = new RateLimiterMemory(options);
-  }
+  const limiter = createStoreLimiter(
+    app,
+    deps,
+    { keyPrefix: "wa-inbox:rl", points: setting.points, duration: setting.durationSeconds },
+    postgres,
+  );
 
   const policy = `${setting.points};w=${setting.durationSeconds}`;
   const headers = (res: RateLimiterRes) => {
@@ -96,6 +88,42 @@ export function createRateLimiter(
       await limiter.delete(key).catch(() => undefined);
     },
   };
+}
+
+/**
+ * A rate-limiter-flexible limiter on the shared store: Redis when
+ * `config.redisUrl` is set (each instance counting in its own memory while
+ * Redis cannot answer), else the Postgres table `postgres.table` when given
+ * (so that several instances without Redis share the counters), else memory.
+ */
+export function createStoreLimiter(
+  app: FastifyInstance,
+  deps: Pick<AppDeps, "config">,
+  options: IRateLimiterOptions,
+  postgres?: { pool: pg.Pool; table: string },
+): RateLimiterAbstract {
+  const redisUrl = deps.config.redisUrl;
+  if (redisUrl) {
+    const store = redisStore(app, redisUrl);
+    return new RateLimiterRedis({
+      ...options,
+      storeClient: store.client,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: new InsuranceLimiter(options, () => store.degraded("a rate-limit command failed")),
+    });
+  }
+  if (postgres) {
+    // The table is made by a migration; expired rows are cleared every few minutes.
+    return new RateLimiterPostgres({
+      ...options,
+      storeClient: postgres.pool,
+      storeType: "pool",
+      tableName: postgres.table,
+      tableCreated: true,
+      clearExpiredByTimeout: true,
+    });
+  }
+  return new RateLimiterMemory(options);
 }
 
 /** The in-memory stand-in used while Redis is unavailable; it reports each use. */

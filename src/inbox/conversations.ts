@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
+import { ACTIVE, automationForChange, pausedColumns } from "../bots/automation.js";
 import type { Db } from "../db/client.js";
 import { contacts, conversations, messageReactions, messages, profiles } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -139,17 +140,22 @@ export async function getConversationJson(db: Db, accountId: string, id: string)
   return toConversationJson(found.conversation, found.contact, last ?? null);
 }
 
+/** PATCH's automation: pause (for some minutes, or until resumed) or resume. */
+export type AutomationPatch = { state: "paused"; minutes?: number } | { state: "active" };
+
 /**
- * Sets a conversation's status and/or assignee. The assignee must be a member
- * of the account (400); null unassigns. Null when the conversation is not the
- * account's.
+ * Sets a conversation's status, assignee and/or automation. The assignee must
+ * be a member of the account (400); null unassigns. Assigning a person pauses
+ * the automation, unassigning ends that pause, closing re-arms it (see
+ * automationForChange); an explicit `automation` wins over those. Null when
+ * the conversation is not the account's.
  */
 export async function updateConversation(
   db: Db,
   input: {
     accountId: string;
     id: string;
-    patch: { status?: ConversationStatus; assigned_to?: string | null };
+    patch: { status?: ConversationStatus; assigned_to?: string | null; automation?: AutomationPatch };
     now: Date;
   },
 ) {
@@ -161,16 +167,34 @@ export async function updateConversation(
       .where(and(eq(profiles.userId, patch.assigned_to), eq(profiles.accountId, input.accountId)));
     if (!member) throw new ApiError(400, "assigned_to: must be a member of the account");
   }
-  const updated = await db
-    .update(conversations)
-    .set({
-      ...(patch.status !== undefined && { status: patch.status }),
-      ...(patch.assigned_to !== undefined && { assignedTo: patch.assigned_to }),
-      updatedAt: input.now,
-    })
-    .where(and(eq(conversations.id, input.id), eq(conversations.accountId, input.accountId)))
-    .returning({ id: conversations.id });
-  if (updated.length === 0) return null;
+  const updated = await db.transaction(async (tx) => {
+    const [before] = await tx
+      .select()
+      .from(conversations)
+      .where(and(eq(conversations.id, input.id), eq(conversations.accountId, input.accountId)))
+      .for("no key update");
+    if (!before) return false;
+    const { automation } = patch;
+    await tx
+      .update(conversations)
+      .set({
+        ...(patch.status !== undefined && { status: patch.status }),
+        ...(patch.assigned_to !== undefined && { assignedTo: patch.assigned_to }),
+        ...automationForChange(before, { assignedTo: patch.assigned_to, status: patch.status }),
+        ...(automation?.state === "active" && ACTIVE),
+        ...(automation?.state === "paused" &&
+          pausedColumns(
+            "manual",
+            automation.minutes === undefined
+              ? null
+              : new Date(input.now.getTime() + automation.minutes * 60_000),
+          )),
+        updatedAt: input.now,
+      })
+      .where(eq(conversations.id, input.id));
+    return true;
+  });
+  if (!updated) return null;
   return getConversationJson(db, input.accountId, input.id);
 }
 

@@ -1,3 +1,4 @@
+import { automationAt, toAutomationJson } from "../bots/automation.js";
 import type { contacts, conversations, messages } from "../db/schema/index.js";
 import { windowExpiresAt } from "./window.js";
 
@@ -51,12 +52,19 @@ export const toContactJson = (c: ContactRow) => ({
   updated_at: c.updatedAt,
 });
 
-export const toConversationJson = (c: ConversationRow, contact: ContactRow, last: MessageRow | null) => ({
+export const toConversationJson = (
+  c: ConversationRow,
+  contact: ContactRow,
+  last: MessageRow | null,
+  now = new Date(),
+) => ({
   id: c.id,
   status: c.status,
   assigned_to: c.assignedTo,
   // Why a flow handed the conversation to agents, when one did.
   handoff_note: c.handoffNote,
+  // Whether flows may start here (a pause whose time ran out shows as active).
+  automation: toAutomationJson(automationAt(c, now)),
   last_message_at: c.lastMessageAt,
   window_expires_at: windowExpiresAt(c),
   unread_count: c.unreadCount,

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { autoAssign } from "../bots/assign.js";
 import { optedOutError } from "../contacts/contacts.js";
 import { tag } from "../contacts/fields.js";
 import type { AppDeps } from "../deps.js";
@@ -54,6 +55,27 @@ const patchBody = z.object({
     .refine(isUuid, "must be a user id or null")
     .nullable()
     .optional(),
+  automation: z
+    .discriminatedUnion(
+      "state",
+      [
+        z
+          .object({
+            state: z.literal("paused"),
+            minutes: z
+              .number({ error: "must be a whole number of minutes" })
+              .int("must be a whole number of minutes")
+              .min(1, "must be at least 1")
+              .max(43_200, "must be at most 43200 (30 days)")
+              .optional(),
+          })
+          .strict(),
+        z.object({ state: z.literal("active") }).strict(),
+      ],
+      { error: 'must be { state: "paused", minutes? } or { state: "active" }' },
+    )
+    .optional()
+    .describe("Pause the conversation's flows (for `minutes`, or until resumed) or resume them"),
 });
 const templateSendBody = z.object({ template: templateRequestSchema });
 const startBody = z.object({
@@ -128,13 +150,14 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     "/api/conversations/:id",
     docs({
       tags: TAGS,
-      summary: "Set a conversation's status or assignee",
-      description: "`assigned_to` must be a member of the account; null unassigns.",
+      summary: "Set a conversation's status, assignee or automation",
+      description:
+        '`assigned_to` must be a member of the account; null unassigns. Assigning a person pauses the conversation\'s automation until it is unassigned or closed; closing re-arms it. `automation: { state: "paused", minutes? }` pauses it (for the minutes, or until resumed), `{ state: "active" }` resumes it. While paused no flow starts: messages go to the inbox.',
       params: idParams,
       body: patchBody,
       responses: {
         200: "`{ conversation }`",
-        400: "Invalid JSON, no field to change, a bad status, or an assignee who is not a member",
+        400: "Invalid JSON, no field to change, a bad status or automation, or an assignee who is not a member",
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "Not found",
@@ -144,8 +167,8 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       const accountId = requireAccount(await sessions.require(request));
       const { conversation } = await conversationOf(accountId, request.params.id);
       const patch = parse(patchBody, readJsonObject(request));
-      if (patch.status === undefined && patch.assigned_to === undefined) {
-        throw new ApiError(400, "Nothing to change: send status or assigned_to");
+      if (patch.status === undefined && patch.assigned_to === undefined && patch.automation === undefined) {
+        throw new ApiError(400, "Nothing to change: send status, assigned_to or automation");
       }
       const updated = await updateConversation(db, {
         accountId,
@@ -154,6 +177,14 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         now: deps.now(),
       });
       if (!updated) throw notFound();
+      // A member may have dropped under the auto-assignment cap: the oldest waiting conversation is theirs.
+      if (patch.status === "closed" || patch.assigned_to !== undefined) {
+        await autoAssign(db, {
+          accountId,
+          now: deps.now(),
+          ...(patch.assigned_to === null && { except: conversation.id }),
+        });
+      }
       return { conversation: updated };
     },
   );

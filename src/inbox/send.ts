@@ -1,4 +1,5 @@
 import { eq, sql } from "drizzle-orm";
+import { stepBackForAgent } from "../bots/automation.js";
 import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
@@ -124,6 +125,14 @@ export async function sendAgentText(
     id: input.id,
     media: input.media,
   });
+  // An agent's message: the bot steps back (product.md section 20).
+  if ((input.sender ?? "agent") === "agent") {
+    await stepBackForAgent(db, {
+      accountId: input.accountId,
+      conversationId: input.conversationId,
+      now: deps.now(),
+    });
+  }
 
   const store = async (update: Partial<typeof messages.$inferInsert>) => {
     const [row] = await db

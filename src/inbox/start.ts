@@ -1,4 +1,5 @@
 import { and, desc, eq, sql } from "drizzle-orm";
+import { pausedColumns } from "../bots/automation.js";
 import { findByPhone } from "../contacts/contacts.js";
 import type { Db } from "../db/client.js";
 import { contacts, conversations, messages } from "../db/schema/index.js";
@@ -47,9 +48,15 @@ export async function startConversation(
         set: { name: sql`coalesce(${contacts.name}, excluded.name)`, updatedAt: now },
       })
       .returning({ id: contacts.id, phone: contacts.phone });
+    // A conversation an agent starts begins paused: no flow answers in the agent's place.
     const [conversation] = await tx
       .insert(conversations)
-      .values({ accountId: input.accountId, contactId: contact!.id, lastMessageAt: now })
+      .values({
+        accountId: input.accountId,
+        contactId: contact!.id,
+        lastMessageAt: now,
+        ...pausedColumns("agent_started", null),
+      })
       .onConflictDoUpdate({ target: conversations.contactId, set: { updatedAt: now } })
       .returning({ id: conversations.id });
     return { conversationId: conversation!.id, phone: contact!.phone };

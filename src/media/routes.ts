@@ -7,6 +7,7 @@ import { messages } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError, notFound } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
+import { isStorable, UNSTORABLE_MESSAGE } from "../http/input.js";
 import { docs } from "../http/openapi.js";
 import { findConversation } from "../inbox/conversations.js";
 import { sendAgentText } from "../inbox/send.js";
@@ -17,6 +18,8 @@ import { mediaKey, mediaUrl } from "./download.js";
 import {
   attachmentDisposition,
   bareMimeType,
+  cleanFilename,
+  contentProblem,
   filenameProblem,
   MEDIA_LIMITS,
   type MediaKind,
@@ -30,7 +33,10 @@ const idParams = z.object({ id: z.string() });
 export const MAX_CAPTION_LENGTH = 1024;
 /** Documents the multipart fields (the route reads them itself, as they stream in). */
 const uploadDoc = z.object({
-  file: z.string().describe("The file (multipart part with a filename and a Content-Type)"),
+  file: z
+    .string()
+    .meta({ format: "binary" })
+    .describe("The file (multipart part with a filename and a Content-Type)"),
   caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
 });
 
@@ -50,15 +56,16 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
     docs({
       tags: TAGS,
       summary: "Send a photo, video, audio file or document to the conversation's contact",
-      description: `multipart/form-data with \`file\` and an optional \`caption\` (documents and images, at most ${MAX_CAPTION_LENGTH} characters). The kind follows the file's type: ${SENDABLE_TYPES.join(", ")}. Images up to 5 MB, video and audio 16 MB, documents 100 MB. The file is uploaded to WhatsApp, sent, and our copy kept (\`media.url\`). Free-form: only within the 24-hour window.`,
+      description: `multipart/form-data with \`file\` and an optional \`caption\` (documents and images, at most ${MAX_CAPTION_LENGTH} characters). The kind follows the file's type: ${SENDABLE_TYPES.join(", ")}. The bytes must be of the declared type (checked by their signature). Control and bidirectional formatting characters are removed from the filename. Images up to 5 MB, video and audio 16 MB, documents 100 MB. Everything is checked before anything is sent: the file is then uploaded to WhatsApp, sent, and our copy kept (\`media.url\`). Free-form: only within the 24-hour window.`,
       params: idParams,
       body: uploadDoc,
+      bodyContentType: "multipart/form-data",
       responses: {
         201: "`{ message }`, status `sent`",
         400: "Not multipart, no file, a second file, a bad filename or caption, channel not configured, or the contact has no phone",
         404: "Not found",
         413: "The file is over WhatsApp's limit for its kind",
-        415: "WhatsApp does not take files of this type",
+        415: "WhatsApp does not take files of this type, or the file's content is not of its declared type",
         422: '`{ error, code: "window_closed" }`: outside the 24-hour window',
         502: "WhatsApp refused or did not answer the upload (nothing stored) or the send (message `failed`)",
       },
@@ -114,7 +121,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
         "The bytes with their stored Content-Type and Content-Length; documents come as an attachment with a safe filename. Members of the message's account only.",
       params: idParams,
       responses: {
-        200: "The file",
+        200: { description: "The file, with its own Content-Type", contentType: "*/*" },
         404: "No such message in the caller's account, or its file is not stored (yet)",
       },
     }),
@@ -131,8 +138,8 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
       const bytes = await deps.media.get(mediaKey(accountId, message.id));
       if (!bytes) throw notFound("The message has no stored media file");
       const type = servableType(media.mime_type);
-      const filename =
-        typeof media.filename === "string" && !filenameProblem(media.filename) ? media.filename : null;
+      const cleaned = typeof media.filename === "string" ? cleanFilename(media.filename) : "";
+      const filename = cleaned && !filenameProblem(cleaned) ? cleaned : null;
       reply
         .header("content-type", type)
         .header("content-length", bytes.length)
@@ -175,7 +182,7 @@ async function readUpload(request: FastifyRequest): Promise<Upload> {
         throw new ApiError(400, `Unexpected file field "${part.fieldname}": send the file as "file"`);
       }
       if (file) throw new ApiError(400, "Send one file at a time");
-      const filename = part.filename ?? "";
+      const filename = cleanFilename(part.filename ?? "");
       const problem = filenameProblem(filename);
       if (problem) throw new ApiError(400, `Bad filename: ${problem}`);
       const mimeType = bareMimeType(part.mimetype);
@@ -207,7 +214,12 @@ async function readUpload(request: FastifyRequest): Promise<Upload> {
   if (caption !== undefined && file.kind === "audio") {
     throw new ApiError(400, "WhatsApp does not show captions on audio messages");
   }
+  if (caption !== undefined && !isStorable(caption)) throw new ApiError(400, `caption ${UNSTORABLE_MESSAGE}`);
   if (file.bytes.length === 0) throw new ApiError(400, "The file is empty");
+  const mismatch = await contentProblem(file.bytes, file.mimeType);
+  if (mismatch) {
+    throw new ApiError(415, `file: ${mismatch}; WhatsApp takes ${SENDABLE_TYPES.join(", ")}`);
+  }
   return { ...file, caption };
 }
 

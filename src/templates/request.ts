@@ -1,18 +1,20 @@
 import { z } from "zod";
+import { isStorable, jsonValueProblem, UNSTORABLE_MESSAGE } from "../http/input.js";
 
-/** A template to send: `{ name, language, components? }`, components as Meta takes them. */
-export const templateRequestSchema = z.object(
+const templateShape = z.object(
   {
     name: z
       .string({ error: "template.name must be a string" })
       .trim()
       .min(1, "template.name is required")
-      .max(512),
+      .max(512)
+      .refine(isStorable, `template.name ${UNSTORABLE_MESSAGE}`),
     language: z
       .string({ error: "template.language must be a string" })
       .trim()
       .min(1, "template.language is required")
-      .max(20),
+      .max(20)
+      .refine(isStorable, `template.language ${UNSTORABLE_MESSAGE}`),
     components: z
       .array(
         z.object({
@@ -30,3 +32,14 @@ export const templateRequestSchema = z.object(
   },
   { error: "template must be an object { name, language, components? }" },
 );
+
+/**
+ * A template to send: `{ name, language, components? }`, components as Meta
+ * takes them. Parameters are stored with the message (jsonb) before it is
+ * sent, so what PostgreSQL cannot store is refused here, before anything.
+ */
+export const templateRequestSchema = templateShape.superRefine((template, context) => {
+  const problem = jsonValueProblem(template.components ?? []);
+  if (problem)
+    context.addIssue({ code: "custom", path: ["components"], message: `template.components ${problem}` });
+});

@@ -2,12 +2,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, type TestApp } from "../helpers/harness.js";
 
 interface Operation {
+  operationId?: string;
   summary?: string;
   security?: unknown[];
   requestBody?: { content?: Record<string, { schema?: unknown }> };
-  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
+  responses?: Record<
+    string,
+    {
+      description?: string;
+      content?: Record<string, { schema?: unknown }>;
+      headers?: Record<string, unknown>;
+    }
+  >;
 }
 type Document = {
+  servers?: Array<{ url: string }>;
   paths: Record<string, Record<string, Operation>>;
   components: { securitySchemes: Record<string, unknown> };
   security: unknown[];
@@ -27,7 +36,15 @@ const BODYLESS = new Set([
   "post /api/conversations/{id}/read",
   "post /api/webhook-endpoints/{id}/test",
   "post /api/messaging/templates/sync",
+  "post /api/campaigns/{id}/start",
+  "post /api/campaigns/{id}/pause",
+  "post /api/campaigns/{id}/resume",
+  "post /api/campaigns/{id}/cancel",
+  "post /api/campaigns/{id}/retry-failed",
 ]);
+
+/** Routes whose body is multipart/form-data (files). */
+const MULTIPART = new Set(["post /api/conversations/{id}/media"]);
 
 let t: TestApp;
 let doc: Document;
@@ -103,19 +120,48 @@ describe("the OpenAPI document", () => {
           missing.push(`${key} ${status}: description`);
         }
         const schemas = Object.values(response.content ?? {}).filter((c) => c.schema);
-        if (schemas.length === 0) missing.push(`${key} ${status}: schema`);
+        // A 204 has no body, and must not claim one.
+        if (status === "204" && response.content) missing.push(`${key} 204: claims a body`);
+        if (status !== "204" && schemas.length === 0) missing.push(`${key} ${status}: schema`);
       }
       if (!Object.keys(operation.responses ?? {}).some((s) => s.startsWith("2"))) missing.push(`${key}: 2xx`);
     }
     expect(missing).toEqual([]);
   });
 
-  it("documents the request body of every unsafe route that takes one", () => {
+  it("documents the request body of every unsafe route that takes one, JSON but for the media upload", () => {
     const missing = operations()
-      .filter(({ key }) => /^(post|put|patch) /.test(key) && !BODYLESS.has(key))
+      .filter(({ key }) => /^(post|put|patch) /.test(key) && !BODYLESS.has(key) && !MULTIPART.has(key))
       .filter(({ operation }) => !operation.requestBody?.content?.["application/json"]?.schema)
       .map(({ key }) => key);
     expect(missing).toEqual([]);
+    for (const key of MULTIPART) {
+      const [method, path] = key.split(" ") as [string, string];
+      const content = doc.paths[path]?.[method]?.requestBody?.content ?? {};
+      expect(Object.keys(content), key).toEqual(["multipart/form-data"]);
+    }
+  });
+
+  it("names every operation with a unique operationId, as client generators need", () => {
+    const ids = operations().map(({ operation }) => operation.operationId);
+    expect(ids.filter((id) => !id)).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(doc.paths["/api/flows/{id}"]?.get?.operationId).toBe("getFlowsById");
+    expect(doc.paths["/api/auth/sign-in/email"]?.post?.operationId).toBe("postAuthSignInEmail");
+  });
+
+  it("names the server, and the media types of answers that are not JSON", () => {
+    expect(doc.servers?.[0]?.url).toMatch(/^https?:\/\//);
+    const answer = (path: string, method: string, status: string) =>
+      doc.paths[path]?.[method]?.responses?.[status];
+    expect(Object.keys(answer("/api/events/stream", "get", "200")?.content ?? {})).toEqual([
+      "text/event-stream",
+    ]);
+    expect(Object.keys(answer("/api/messages/{id}/media", "get", "200")?.content ?? {})).toEqual(["*/*"]);
+    expect(answer("/api/webhook-endpoints/{id}", "delete", "204")?.content).toBeUndefined();
+    expect(Object.keys(answer("/api/messaging/react", "post", "429")?.headers ?? {})).toContain(
+      "retry-after",
+    );
   });
 
   it("documents the status codes the access routes answer with", () => {

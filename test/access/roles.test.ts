@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addMember,
   createTestApp,
+  markEmailVerified,
   signUp,
   signUpWithAccount,
   type TestApp,
@@ -74,6 +75,7 @@ describe("invitations bound to an email", () => {
 
   it("lets only the invited email accept, whatever its case, and keeps the invitation open for them", async () => {
     const invitee = await signUp(t.app, "Invitee");
+    await markEmailVerified(t.app, invitee); // the owner's token needs a verified email (test/mail)
     const created = await invite(owner.headers, { email: invitee.email.toUpperCase() });
     expect(created.statusCode).toBe(201);
     const { token, email } = created.json().invitation;
@@ -107,6 +109,9 @@ describe("invitations bound to an email", () => {
       payload: { email, password: "correct horse battery" },
     });
     const headers = { authorization: `Bearer ${String(signIn.headers["set-auth-token"])}` };
+    await t.database.pool.query("update users set email_verified = true where id = $1", [
+      signIn.json().user.id,
+    ]);
     expect((await accept(token, headers)).statusCode).toBe(200);
   });
 });

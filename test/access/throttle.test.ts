@@ -1,27 +1,40 @@
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestApp, signUp, type TestApp } from "../helpers/harness.js";
+import { redisForTests, TEST_REDIS_URL } from "../helpers/redis.js";
 import { listen } from "./helpers.js";
 
-const REDIS_URL = "redis://127.0.0.1:6379";
-const PER_EMAIL = { points: 5, durationSeconds: 600 };
+const REDIS_URL = TEST_REDIS_URL;
+const PER_PAIR = { points: 5, durationSeconds: 600 };
 // Generous for the shared app (every test here signs in from 127.0.0.1); the address tests build their own.
 const PER_ADDRESS = { points: 1000, durationSeconds: 600 };
+const PER_EMAIL = { points: 1000, durationSeconds: 600 };
 const SMALL_PER_ADDRESS = { points: 3, durationSeconds: 600 };
 const PASSWORD = "correct horse battery";
+const config = {
+  signInRateLimit: PER_PAIR,
+  signInIpRateLimit: PER_ADDRESS,
+  signInEmailRateLimit: PER_EMAIL,
+  redisUrl: undefined,
+};
 
 let t: TestApp;
 let base: string;
 beforeAll(async () => {
-  t = await createTestApp({
-    config: { signInRateLimit: PER_EMAIL, signInIpRateLimit: PER_ADDRESS, redisUrl: undefined },
-  });
+  t = await createTestApp({ config });
   base = await listen(t);
 });
 afterAll(() => t.close());
 
 const signIn = (url: string, email: string, password: string) =>
   fetch(`${url}/api/auth/sign-in/email`, { method: "POST", body: JSON.stringify({ email, password }) });
+/** A sign-in from a given client address. */
+const signInFrom = (app: TestApp, client: string, email: string, password: string) =>
+  app.app.inject({
+    method: "POST",
+    url: "/api/auth/sign-in/email",
+    remoteAddress: client,
+    payload: { email, password },
+  });
 
 const statuses = async (responses: Promise<Response>[]) => {
   const counts: Record<number, number> = {};
@@ -30,46 +43,103 @@ const statuses = async (responses: Promise<Response>[]) => {
   return counts;
 };
 
-describe("sign-in throttling per email", () => {
-  it("answers exactly the limit of concurrent wrong passwords with 401 and the rest with 429", async () => {
+describe("sign-in throttling per (email, client)", () => {
+  it("answers exactly the free failures of a concurrent burst with 401 and the rest with 429", async () => {
     const user = await signUp(t.app);
-    const attempts = Array.from({ length: PER_EMAIL.points + 4 }, () =>
+    const attempts = Array.from({ length: PER_PAIR.points + 4 }, () =>
       signIn(base, user.email, "wrong password!"),
     );
-    expect(await statuses(attempts)).toEqual({ 401: PER_EMAIL.points, 429: 4 });
+    expect(await statuses(attempts)).toEqual({ 401: PER_PAIR.points, 429: 4 });
   });
 
-  it("answers 429 with Retry-After and { error, retry_after_seconds }, even to the right password", async () => {
+  it("answers 429 with Retry-After and { error, retry_after_seconds }, and backs off exponentially", async () => {
     const user = await signUp(t.app);
-    for (let i = 0; i < PER_EMAIL.points; i++) {
-      expect((await signIn(base, user.email, "wrong password!")).status).toBe(401);
+    const client = "203.0.113.7";
+    for (let i = 0; i < PER_PAIR.points; i++) {
+      expect((await signInFrom(t, client, user.email, "wrong password!")).statusCode).toBe(401);
     }
-    const blocked = await signIn(base, user.email, PASSWORD);
-    expect(blocked.status).toBe(429);
-    const retryAfter = Number(blocked.headers.get("retry-after"));
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(PER_EMAIL.durationSeconds);
-    expect(await blocked.json()).toEqual({ error: expect.any(String), retry_after_seconds: retryAfter });
+    const waits: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      const blocked = await signInFrom(t, client, user.email, PASSWORD);
+      expect(blocked.statusCode).toBe(429);
+      const retryAfter = Number(blocked.headers["retry-after"]);
+      expect(blocked.json()).toEqual({ error: expect.any(String), retry_after_seconds: retryAfter });
+      waits.push(retryAfter);
+      await new Promise((r) => setTimeout(r, retryAfter * 1000 + 50));
+      expect((await signInFrom(t, client, user.email, "wrong password!")).statusCode).toBe(401);
+    }
+    // Each failure past the free ones doubles the wait: 1 s, then 2 s, then 4 s.
+    expect(waits).toEqual([1, 2]);
+    const third = await signInFrom(t, client, user.email, PASSWORD);
+    expect(third.statusCode).toBe(429);
+    expect(Number(third.headers["retry-after"])).toBe(4);
+  });
+
+  it("does not stop the victim signing in from another client after an attacker's many wrong guesses", async () => {
+    const victim = await signUp(t.app);
+    const attacker = "198.51.100.66";
+    const answers: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      answers.push((await signInFrom(t, attacker, victim.email, `guess number ${i}`)).statusCode);
+    }
+    expect(answers.slice(0, PER_PAIR.points)).toEqual(Array(PER_PAIR.points).fill(401));
+    expect(answers.slice(PER_PAIR.points)).toContain(429);
+    const fromHome = await signInFrom(t, "192.0.2.10", victim.email, PASSWORD);
+    expect(fromHome.statusCode).toBe(200);
   });
 
   it("counts an unknown email like a known one, and leaves other emails alone", async () => {
     const unknown = `nobody-${Date.now()}@example.com`;
     const answers: number[] = [];
-    for (let i = 0; i <= PER_EMAIL.points; i++)
+    for (let i = 0; i <= PER_PAIR.points; i++)
       answers.push((await signIn(base, unknown, "whatever123")).status);
     expect(answers).toEqual([401, 401, 401, 401, 401, 429]);
     const other = await signUp(t.app);
     expect((await signIn(base, other.email, PASSWORD)).status).toBe(200);
   });
 
-  it("forgets an email's failures after a successful sign-in", async () => {
+  it("forgets the pair's failures after a successful sign-in", async () => {
     const user = await signUp(t.app);
-    for (let i = 0; i < PER_EMAIL.points - 1; i++) await signIn(base, user.email, "wrong password!");
+    for (let i = 0; i < PER_PAIR.points - 1; i++) await signIn(base, user.email, "wrong password!");
     expect((await signIn(base, user.email, PASSWORD)).status).toBe(200);
     const again = await statuses(
-      Array.from({ length: PER_EMAIL.points + 1 }, () => signIn(base, user.email, "wrong password!")),
+      Array.from({ length: PER_PAIR.points + 1 }, () => signIn(base, user.email, "wrong password!")),
     );
-    expect(again).toEqual({ 401: PER_EMAIL.points, 429: 1 });
+    expect(again).toEqual({ 401: PER_PAIR.points, 429: 1 });
+  });
+
+  it("keeps its counters in Postgres without Redis, keyed without the email in clear", async () => {
+    const user = await signUp(t.app);
+    await signIn(base, user.email, "wrong password!");
+    const { rows } = await t.database.pool.query<{ key: string }>("select key from sign_in_attempts");
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.map((r) => r.key).join()).not.toContain("@");
+  });
+});
+
+describe("sign-in throttling per email (all clients)", () => {
+  it("slows attempts beyond the email's budget but never refuses its owner", async () => {
+    const own = await createTestApp({
+      config: { ...config, signInEmailRateLimit: { points: 3, durationSeconds: 600 } },
+    });
+    try {
+      const victim = await signUp(own.app);
+      // A distributed attacker: a few guesses from each of many addresses.
+      const timings: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const started = Date.now();
+        const answer = await signInFrom(own, `198.51.100.${i + 1}`, victim.email, "wrong password!");
+        timings.push(Date.now() - started);
+        expect(answer.statusCode).toBe(401);
+      }
+      expect(Math.min(...timings.slice(3))).toBeGreaterThanOrEqual(200);
+      const started = Date.now();
+      const home = await signInFrom(own, "192.0.2.10", victim.email, PASSWORD);
+      expect(home.statusCode).toBe(200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+    } finally {
+      await own.close();
+    }
   });
 });
 
@@ -77,9 +147,7 @@ describe("sign-in throttling per client address", () => {
   let own: TestApp;
   let url: string;
   beforeAll(async () => {
-    own = await createTestApp({
-      config: { signInRateLimit: PER_EMAIL, signInIpRateLimit: SMALL_PER_ADDRESS, redisUrl: undefined },
-    });
+    own = await createTestApp({ config: { ...config, signInIpRateLimit: SMALL_PER_ADDRESS } });
     url = await listen(own);
   });
   afterAll(() => own.close());
@@ -101,6 +169,26 @@ describe("sign-in throttling per client address", () => {
     }
     answers.push((await signIn(url, victim.email, PASSWORD)).status);
     expect(answers).toEqual([401, 401, 401, 429]);
+  });
+});
+
+describe("sign-in throttling shared through Postgres (no Redis)", () => {
+  it("shares one pair's budget between two instances on one database", async () => {
+    const second = await createTestApp({
+      config: { ...config, authSecret: t.config.authSecret, encryptionKey: t.config.encryptionKey },
+      databaseUrl: t.config.databaseUrl,
+    });
+    try {
+      const other = await listen(second);
+      const user = await signUp(t.app);
+      const answers: number[] = [];
+      for (let i = 0; i < PER_PAIR.points + 3; i++) {
+        answers.push((await signIn(i % 2 ? base : other, user.email, "wrong password!")).status);
+      }
+      expect(answers).toEqual([...Array(PER_PAIR.points).fill(401), 429, 429, 429]);
+    } finally {
+      await second.close();
+    }
   });
 });
 
@@ -127,31 +215,16 @@ describe("sign-up does not reveal who has an account", () => {
   });
 });
 
-async function redisAnswers(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: "127.0.0.1", port: 6379 });
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(500, () => finish(false));
-    socket.once("error", () => finish(false));
-    socket.once("connect", () => socket.write("PING\r\n"));
-    socket.once("data", (data) => finish(data.toString().startsWith("+PONG")));
-  });
-}
-
-const redisUp = await redisAnswers();
-if (!redisUp) console.warn(`SKIPPED: shared sign-in throttling (no Redis answered PING on ${REDIS_URL})`);
+const redisUp = await redisForTests("shared sign-in throttling through Redis");
 
 describe.skipIf(!redisUp)("sign-in throttling shared through Redis", () => {
-  it("shares one email's budget between two instances", async () => {
+  it("shares one pair's budget between two instances", async () => {
     // A high address limit: the address key is shared with every other test using this Redis.
-    const config = { signInRateLimit: PER_EMAIL, signInIpRateLimit: { points: 10_000, durationSeconds: 60 } };
-    const first = await createTestApp({ config: { ...config, redisUrl: REDIS_URL } });
+    const shared = { ...config, signInIpRateLimit: { points: 10_000, durationSeconds: 60 } };
+    const first = await createTestApp({ config: { ...shared, redisUrl: REDIS_URL } });
     const second = await createTestApp({
       config: {
-        ...config,
+        ...shared,
         redisUrl: REDIS_URL,
         authSecret: first.config.authSecret,
         encryptionKey: first.config.encryptionKey,
@@ -161,10 +234,13 @@ describe.skipIf(!redisUp)("sign-in throttling shared through Redis", () => {
     try {
       const [one, two] = [await listen(first), await listen(second)];
       const user = await signUp(first.app);
-      const attempts = Array.from({ length: PER_EMAIL.points + 3 }, (_, i) =>
+      const attempts = Array.from({ length: PER_PAIR.points + 3 }, (_, i) =>
         signIn(i % 2 ? one : two, user.email, "wrong password!"),
       );
-      expect(await statuses(attempts)).toEqual({ 401: PER_EMAIL.points, 429: 3 });
+      expect(await statuses(attempts)).toEqual({ 401: PER_PAIR.points, 429: 3 });
+      // Shared in Redis, not in Postgres.
+      const { rows } = await first.database.pool.query("select key from sign_in_attempts");
+      expect(rows).toEqual([]);
     } finally {
       await second.close();
       await first.close();

@@ -3,7 +3,12 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { checkWebhookUrl, isPublicAddress, type Resolve } from "../../src/events/address-guard.js";
+import {
+  checkWebhookUrl,
+  isPublicAddress,
+  type Resolve,
+  specialRangeOf,
+} from "../../src/events/address-guard.js";
 import { postWebhook } from "../../src/events/post.js";
 
 const resolver =
@@ -66,6 +71,119 @@ describe("isPublicAddress", () => {
     "::ffff:8.8.8.8",
   ])("accepts %s", (address) => {
     expect(isPublicAddress(address)).toBe(true);
+  });
+});
+
+describe("every special range", () => {
+  // One address per range, with the range the guard names in its error.
+  it.each([
+    ["0.0.0.0", "unspecified"],
+    ["0.1.2.3", "unspecified"],
+    ["255.255.255.255", "broadcast"],
+    ["224.0.0.251", "multicast"],
+    ["239.255.255.250", "multicast"],
+    ["169.254.0.1", "linkLocal"],
+    ["127.0.0.1", "loopback"],
+    ["100.64.0.1", "carrierGradeNat"],
+    ["100.127.255.254", "carrierGradeNat"],
+    ["10.0.0.1", "private"],
+    ["172.16.0.1", "private"],
+    ["192.168.0.1", "private"],
+    ["192.0.0.8", "reserved"],
+    ["192.0.2.1", "reserved"],
+    ["198.18.0.1", "reserved"],
+    ["198.51.100.1", "reserved"],
+    ["203.0.113.1", "reserved"],
+    ["240.0.0.1", "reserved"],
+    ["::", "unspecified"],
+    ["::1", "loopback"],
+    ["::7f00:1", "IPv4-compatible"],
+    ["::a00:1", "IPv4-compatible"],
+    ["::808:808", "IPv4-compatible"],
+    ["::ffff:127.0.0.1", "IPv4-mapped loopback"],
+    ["::ffff:7f00:1", "IPv4-mapped loopback"],
+    ["::ffff:100.64.0.1", "IPv4-mapped carrierGradeNat"],
+    ["64:ff9b::7f00:1", "rfc6052"],
+    ["64:ff9b::808:808", "rfc6052"],
+    ["64:ff9b:1::a00:1", "rfc6052"],
+    ["2002:7f00:1::", "6to4"],
+    ["2002:808:808::1", "6to4"],
+    ["2001::1", "teredo"],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "teredo"],
+    ["fec0::1", "deprecatedSiteLocal"],
+    ["fc00::1", "uniqueLocal"],
+    ["fdff::1", "uniqueLocal"],
+    ["fe80::1", "linkLocal"],
+    ["fe80::1%eth0", "scoped"],
+    ["ff02::1", "multicast"],
+    ["ff0e::1", "multicast"],
+    ["2001:db8::1", "reserved"],
+    ["100::1", "discard"],
+    ["4000::1", "not global unicast"],
+  ])("refuses %s (%s)", (address, range) => {
+    expect(specialRangeOf(address)).toBe(range);
+    expect(isPublicAddress(address)).toBe(false);
+  });
+
+  it.each(["8.8.8.8", "1.1.1.1", "::ffff:8.8.8.8", "2606:4700::6810:84e5", "2a00:1450:4001:80b::200e"])(
+    "accepts the public address %s",
+    (address) => {
+      expect(specialRangeOf(address)).toBeNull();
+    },
+  );
+
+  it.each([
+    ["https://[::127.0.0.1]/", "IPv4-compatible"],
+    ["https://[::ffff:127.0.0.1]/", "IPv4-mapped loopback"],
+    ["https://[64:ff9b::7f00:1]/", "rfc6052"],
+    ["https://[2002:7f00:1::]/", "6to4"],
+    ["https://[2001::1]/", "teredo"],
+    ["https://[fec0::1]/", "deprecatedSiteLocal"],
+  ])("refuses the webhook URL %s", async (url, range) => {
+    await expect(checkWebhookUrl(url, { allowPrivate: false })).rejects.toThrow(
+      `must not point at a private or reserved address (${range})`,
+    );
+  });
+
+  it.each([
+    ["compat.example.com", "::7f00:1"],
+    ["nat64.example.com", "64:ff9b::a9fe:a9fe"],
+    ["sixtofour.example.com", "2002:a9fe:a9fe::"],
+    ["teredo.example.com", "2001::1"],
+    ["site.example.com", "fec0::1"],
+  ])("refuses %s, which resolves to %s, when saved and when connecting", async (host, address) => {
+    const resolve = resolver({ [host]: ["93.184.215.14", address] });
+    await expect(checkWebhookUrl(`https://${host}/`, { allowPrivate: false, resolve })).rejects.toThrow(
+      /resolves to a private or reserved address/,
+    );
+    const result = await postWebhook({
+      url: `https://${host}/`,
+      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      messageId: "msg_1",
+      body: "{}",
+      now: new Date(),
+      timeoutMs: 2000,
+      allowPrivate: false,
+      resolve,
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      status: null,
+      error: expect.stringMatching(/private or reserved/),
+    });
+  });
+
+  it("refuses a literal special address at connection time too", async () => {
+    const result = await postWebhook({
+      url: "https://[::7f00:1]:9/",
+      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      messageId: "msg_1",
+      body: "{}",
+      now: new Date(),
+      timeoutMs: 2000,
+      allowPrivate: false,
+    });
+    expect(result).toMatchObject({ ok: false, status: null, error: "The URL is not allowed" });
   });
 });
 

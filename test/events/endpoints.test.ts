@@ -174,6 +174,19 @@ describe("POST /api/webhook-endpoints", () => {
     "https://[::ffff:127.0.0.1]/hooks",
     "https://[::ffff:192.168.0.1]/hooks",
     "https://localhost/hooks",
+    "https://[::127.0.0.1]/hooks",
+    "https://[::7f00:1]/hooks",
+    "https://[64:ff9b::7f00:1]/hooks",
+    "https://[64:ff9b:1::a00:1]/hooks",
+    "https://[2002:7f00:1::]/hooks",
+    "https://[2001::1]/hooks",
+    "https://[fec0::1]/hooks",
+    "https://[::]/hooks",
+    "https://[ff02::1]/hooks",
+    "https://100.64.0.1/hooks",
+    "https://0.0.0.0/hooks",
+    "https://255.255.255.255/hooks",
+    "https://240.0.0.1/hooks",
   ])("refuses %s (private or reserved address)", async (url) => {
     const { user } = await signUpWithAccount(strict.app);
     const response = await create(strict, user, { url, events: ["*"] });

@@ -257,6 +257,34 @@ describe("GET /api/events", () => {
     expect(response.statusCode).toBe(400);
   });
 
+  it.each([
+    [{ "last-event-id": "not-an-id" }, "", /^Last-Event-ID: unknown event id/],
+    [{ "last-event-id": "00000000-0000-4000-8000-000000000000" }, "", /^Last-Event-ID: unknown event id/],
+    [{ "last-event-id": "x\u00e9\u0001".repeat(300) }, "", /^Last-Event-ID: unknown event id/],
+    [{}, "?last_event_id=not-an-id", /^last_event_id: unknown event id/],
+  ])("answers 400 on the stream for Last-Event-ID %j %s, like after=", async (headers, query, message) => {
+    const b = await business(w);
+    const response = await w.t.app.inject({
+      url: `/api/events/stream${query}`,
+      headers: { ...b.user.headers, ...(headers as Record<string, string>) },
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error).toMatch(message);
+  });
+
+  it("answers 400 on the stream for another account's event id", async () => {
+    const mine = await business(w);
+    const theirs = await business(w);
+    await customerOf(w, theirs).text("hello");
+    await settle(w.t);
+    const [foreign] = await allEvents(w.t, theirs.user);
+    const response = await w.t.app.inject({
+      url: "/api/events/stream",
+      headers: { ...mine.user.headers, "last-event-id": foreign.id },
+    });
+    expect(response.statusCode).toBe(400);
+  });
+
   it("answers 401 without a session", async () => {
     expect((await w.t.app.inject({ url: "/api/events" })).statusCode).toBe(401);
   });

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addMember, createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+import {
+  addMember,
+  createTestApp,
+  markEmailVerified,
+  signUp,
+  signUpWithAccount,
+  type TestApp,
+} from "../helpers/harness.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -208,6 +215,7 @@ describe("accounts and invitations", () => {
   it("stores only a hash of the invitation token, and a token works once", async () => {
     const { user: owner } = await signUpWithAccount(t.app);
     const first = await signUp(t.app);
+    await markEmailVerified(t.app, first); // the owner's token needs a verified email (test/mail)
     const invite = await t.app.inject({
       method: "POST",
       url: "/api/accounts/invitations",

@@ -1,7 +1,13 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertChannelConfig } from "../helpers/fixtures.js";
-import { createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+import {
+  createTestApp,
+  markEmailVerified,
+  signUp,
+  signUpWithAccount,
+  type TestApp,
+} from "../helpers/harness.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -139,6 +145,7 @@ describe("health, docs and logs", () => {
     expect(handshake.body).toBe("12345");
 
     const invitee = await signUp(t.app);
+    await markEmailVerified(t.app, invitee);
     const invite = await t.app.inject({
       method: "POST",
       url: "/api/accounts/invitations",

@@ -180,9 +180,21 @@ export async function signUpWithAccount(app: FastifyInstance, name = "Owner") {
   return { user, accountId };
 }
 
-/** A second member of an existing account, joined through an invitation to their email. */
+/**
+ * Marks a user's email verified, as following the link of a verification mail
+ * does (test/mail covers the mail itself).
+ */
+export async function markEmailVerified(app: FastifyInstance, user: TestUser) {
+  await app.deps.pool.query("update users set email_verified = true where id = $1", [user.id]);
+}
+
+/**
+ * A second member of an existing account, joined through an invitation to
+ * their email, accepted with the owner's token (so their email is verified first).
+ */
 export async function addMember(app: FastifyInstance, owner: TestUser, name = "Teammate") {
   const member = await signUp(app, name);
+  await markEmailVerified(app, member);
   const invite = await app.inject({
     method: "POST",
     url: "/api/accounts/invitations",

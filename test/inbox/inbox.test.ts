@@ -118,6 +118,7 @@ describe("GET /api/conversations", () => {
       status: "open",
       assigned_to: null,
       handoff_note: null,
+      automation: { state: "active", until: null, reason: null },
       last_message_at: "2025-01-02T10:00:00.000Z",
       window_expires_at: expect.any(String),
       unread_count: 0,

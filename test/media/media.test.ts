@@ -118,6 +118,21 @@ describe("media from customers", () => {
     );
   });
 
+  it("serves a customer's filename without its right-to-left override or control characters", async () => {
+    const b = await business(s);
+    const { message } = await customerSends(b, {
+      bytes: Buffer.from("%PDF-1.4\n% invoice\n"),
+      mimeType: "application/pdf",
+      type: "document",
+      filename: "invoice\u202Efdp.exe\u0007",
+    });
+    const served = await getMedia(b, message.id);
+    expect(served.statusCode).toBe(200);
+    const disposition = String(served.headers["content-disposition"]);
+    expect(disposition).toBe(`attachment; filename="invoicefdp.exe"; filename*=UTF-8''invoicefdp.exe`);
+    expect(disposition).not.toMatch(/%E2%80%AE|\u202e/i);
+  });
+
   it("answers 404 to other accounts, 403 without an account, 401 without a session", async () => {
     const b = await business(s);
     const { message } = await customerSends(b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
@@ -289,6 +304,30 @@ describe("POST /api/conversations/{id}/media", () => {
     expect(copy.rawPayload.equals(DEMO_IMAGE)).toBe(true);
   });
 
+  it("sends a text file, and a filename without its control and bidi characters", async () => {
+    const b = await business(s);
+    const { conversation } = await insertContact(s.t, { accountId: b.accountId });
+    const response = await upload(
+      b,
+      conversation.id,
+      multipart([
+        {
+          name: "file",
+          filename: "notes\u202Etxt.exe\u0007",
+          type: "text/plain",
+          bytes: Buffer.from("Opening hours: 9 to 5\n"),
+        },
+      ]),
+    );
+    expect(response.statusCode, response.body).toBe(201);
+    expect(response.json().message.media.filename).toBe("notestxt.exe");
+    expect(upstreamCalls(s, "POST", "/messages")[0]?.body).toMatchObject({
+      document: { filename: "notestxt.exe" },
+    });
+    const served = await getMedia(b, response.json().message.id);
+    expect(String(served.headers["content-disposition"])).not.toMatch(/%E2%80%AE/i);
+  });
+
   it("sends a document with its filename", async () => {
     const b = await business(s);
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
@@ -319,7 +358,7 @@ describe("POST /api/conversations/{id}/media", () => {
       [multipart([{ name: "caption", value: "no file" }]), 400, /file is required/],
       [multipart([png("../../etc/passwd")]), 400, /path separator/],
       [multipart([png("a\\b.png")]), 400, /path separator/],
-      [multipart([png("bell\u0007.png")]), 400, /control character/],
+      [multipart([png("\u0007\u202e")]), 400, /filename is empty/],
       [multipart([png("")]), 400, /filename/],
       [
         multipart([{ name: "file", filename: "a.gif", type: "image/gif", bytes: Buffer.from("GIF89a") }]),
@@ -344,6 +383,25 @@ describe("POST /api/conversations/{id}/media", () => {
       [multipart([png(), png("second.png")]), 400, /one file/i],
       [multipart([png("empty.png", Buffer.alloc(0))]), 400, /empty/],
       [multipart([{ name: "caption", value: "x".repeat(1025) }, png()]), 400, /caption/],
+      [multipart([{ name: "caption", value: "a\u0000b" }, png()]), 400, /caption must not contain NUL/],
+      [
+        multipart([png("page.png", Buffer.from("<html><script>alert(1)</script></html>"))]),
+        415,
+        /not image\/png/,
+      ],
+      [multipart([png("tool.png", Buffer.from("7f454c46020101000000000000000000", "hex"))]), 415, /x-elf/],
+      [
+        multipart([{ name: "file", filename: "a.pdf", type: "application/pdf", bytes: DEMO_IMAGE }]),
+        415,
+        /image\/png, not application\/pdf/,
+      ],
+      [
+        multipart([
+          { name: "file", filename: "a.txt", type: "text/plain", bytes: Buffer.from("MZ\u0090\u0000binary") },
+        ]),
+        415,
+        /not text\/plain/,
+      ],
     ];
     for (const [body, status, error] of cases) {
       const response = await upload(b, conversation.id, body);

@@ -4,9 +4,10 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertChannelConfig, insertContact, insertMessage } from "../helpers/fixtures.js";
 import { createTestApp, signUp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
+import { redisForTests, TEST_REDIS_URL } from "../helpers/redis.js";
 
 const LIMIT = { points: 5, durationSeconds: 60 };
-const REDIS_URL = "redis://127.0.0.1:6379";
+const REDIS_URL = TEST_REDIS_URL;
 
 function react(t: TestApp, user: TestUser | undefined, payload: unknown = { emoji: "👍" }) {
   return t.app.inject({
@@ -112,20 +113,6 @@ describe("reaction rate limit (in-memory store)", () => {
 });
 
 /** True when a Redis server answers PING on 127.0.0.1:6379 within half a second. */
-async function redisAnswers(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: "127.0.0.1", port: 6379 });
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(500, () => finish(false));
-    socket.once("error", () => finish(false));
-    socket.once("connect", () => socket.write("PING\r\n"));
-    socket.once("data", (data) => finish(data.toString().startsWith("+PONG")));
-  });
-}
-
 /** A TCP relay in front of Redis that a test can cut, as if Redis went away. */
 async function startRelay(targetPort: number) {
   const sockets = new Set<net.Socket>();
@@ -160,13 +147,9 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const redisUp = await redisAnswers();
-if (!redisUp) {
-  console.warn(
-    `\n*** SKIPPED: the Redis rate-limit tests (shared limit across instances, fallback to memory).\n` +
-      `*** No Redis answered PING on ${REDIS_URL} within 500 ms. Start one there to run them.\n`,
-  );
-}
+const redisUp = await redisForTests(
+  "the Redis rate-limit tests (shared limit across instances, fallback to memory)",
+);
 
 describe.skipIf(!redisUp)("reaction rate limit (Redis store on 127.0.0.1:6379)", () => {
   let first: TestApp;

@@ -25,23 +25,31 @@ export interface World {
   accountId: string;
   phoneNumberId: string;
   accessToken: string;
+  verifyToken: string;
   /** The app's clock. */
   now: () => Date;
   close(): Promise<void>;
 }
 
 /** The app wired to a sandbox upstream, with one account whose channel is connected. */
-export async function createWorld(options: { now?: () => Date; workers?: boolean } = {}): Promise<World> {
+export async function createWorld(
+  options: { now?: () => Date; workers?: boolean; captureLogs?: boolean } = {},
+): Promise<World> {
   const sandbox = await startSandbox();
   const t = await createTestApp({
     config: { appSecret: APP_SECRET, graphApiUrl: sandbox.url },
     upstreamTimeoutMs: 3000,
     now: options.now,
     workers: options.workers,
+    captureLogs: options.captureLogs,
   });
   const { user: owner, accountId } = await signUpWithAccount(t.app);
   const phoneNumberId = uniqueDigits(15);
-  const { accessToken } = await insertChannelConfig(t, { accountId, userId: owner.id, phoneNumberId });
+  const { accessToken, verifyToken } = await insertChannelConfig(t, {
+    accountId,
+    userId: owner.id,
+    phoneNumberId,
+  });
   sandbox.addNumber({ phoneNumberId, accessToken });
   return {
     t,
@@ -50,6 +58,7 @@ export async function createWorld(options: { now?: () => Date; workers?: boolean
     accountId,
     phoneNumberId,
     accessToken,
+    verifyToken: String(verifyToken),
     now: options.now ?? (() => new Date()),
     async close() {
       await t.close();

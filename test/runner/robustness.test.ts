@@ -403,16 +403,20 @@ describe("step cap", () => {
 describe("agent replies", () => {
   beforeEach(resetSandbox);
 
-  it("an agent writing to the customer does not pause or end the run", async () => {
+  it("an agent writing to the customer ends the run (ended_by_agent); the customer's tap goes to the agent", async () => {
     const flowId = await keywordFlow("agent1", menuNodes);
     const xia = customer(w, "Xia");
     await xia.text("agent1");
     const { id } = await conversationOf(w, xia);
     const sent = await api(w, "POST", `/api/conversations/${id}/messages`, { text: "Hi, an agent here" });
     expect(sent.statusCode).toBe(201);
-    expect((await runFor(w, flowId, xia)).run).toMatchObject({ status: "active", current_node_key: "menu" });
+    expect((await runFor(w, flowId, xia)).run).toMatchObject({
+      status: "completed",
+      end_reason: "ended_by_agent",
+    });
+    const before = sentMessages(w, xia.waId).length;
     await xia.button("b");
-    expect((await runFor(w, flowId, xia)).run.status).toBe("completed");
+    expect(sentMessages(w, xia.waId)).toHaveLength(before);
   });
 });
 

@@ -63,6 +63,9 @@ export function applyEvent(client: QueryClient, event: AccountEvent) {
       if (conversationId) void client.invalidateQueries({ queryKey: ["messages", conversationId] });
       else void client.invalidateQueries({ queryKey: ["messages"] });
       break;
+    case "campaign.updated":
+      void client.invalidateQueries({ queryKey: ["campaigns"] });
+      break;
     case "flow_run.updated":
       void client.invalidateQueries({ queryKey: ["runs"] });
       void client.invalidateQueries({ queryKey: ["flows"] });
@@ -110,6 +113,11 @@ export function startLive(client: QueryClient): () => void {
     if (response.status === 403) {
       setMode("connecting");
       return "denied" as const;
+    }
+    // The last event seen is no longer kept (or never was): start afresh, refreshing the screen.
+    if (response.status === 400 && lastEventId) {
+      lastEventId = undefined;
+      return "ended" as const;
     }
     if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
     setOnline(true);

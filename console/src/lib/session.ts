@@ -25,7 +25,10 @@ export function useIsOwner() {
 
 /** Pages that are for signed-out users: a 401 there sends nowhere. */
 export const isAuthPath = (pathname: string) =>
-  pathname.startsWith("/sign-in") || pathname.startsWith("/sign-up");
+  pathname.startsWith("/sign-in") ||
+  pathname.startsWith("/sign-up") ||
+  pathname.startsWith("/forgot-password") ||
+  pathname.startsWith("/reset-password");
 
 /** Sign-in, remembering the page (path and query) to come back to. */
 export const signInPath = (from: string) => `/sign-in?next=${encodeURIComponent(from)}`;

@@ -23,6 +23,7 @@ export interface Member {
   name: string;
   email: string;
   role: "owner" | "member";
+  availability?: "online" | "away";
   joined_at: string;
 }
 
@@ -84,6 +85,14 @@ export interface Conversation {
   unread_count?: number;
   window_expires_at?: string | null;
   handoff_note?: string | null;
+  automation?: Automation;
+}
+
+/** Whether flows may start in a conversation (product.md section 20). */
+export interface Automation {
+  state: "active" | "paused";
+  until: string | null;
+  reason: "agent_reply" | "assigned" | "agent_started" | "manual" | null;
 }
 
 export interface FlowNode {

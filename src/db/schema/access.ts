@@ -1,4 +1,4 @@
-import { index, pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { bigint, index, integer, pgTable, text, uuid, varchar } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
@@ -26,3 +26,13 @@ export const apiKeys = pgTable(
   },
   (t) => [index("api_keys_account_id_idx").on(t.accountId)],
 );
+
+/**
+ * Sign-in throttling counters when there is no Redis (rate-limiter-flexible's
+ * Postgres store, which owns the layout): one row per key, `expire` in epoch ms.
+ */
+export const signInAttempts = pgTable("sign_in_attempts", {
+  key: varchar("key", { length: 255 }).primaryKey(),
+  points: integer("points").notNull().default(0),
+  expire: bigint("expire", { mode: "number" }),
+});

@@ -18,6 +18,7 @@ export const sessions = pgTable(
   "sessions",
   {
     id: uuid("id").primaryKey().defaultRandom(),
+    // SHA-256 (hex) of the session token, never the token (auth/hashed-sessions.ts).
     token: text("token").notNull().unique(),
     userId: uuid("user_id")
       .notNull()

@@ -1,6 +1,17 @@
 import { sql } from "drizzle-orm";
-import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import {
+  type AnyPgColumn,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
+import { campaigns } from "./campaigns.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
 
@@ -67,6 +78,15 @@ export const conversations = pgTable(
     customerMessageAt: timestamptz("customer_message_at"),
     // Customer messages stored since an agent last marked the conversation read.
     unreadCount: integer("unread_count").notNull().default(0),
+    // Whether flows may start here (product.md section 20): paused until `automation_until`
+    // (null: until resumed, unassigned or closed), for `automation_reason`.
+    automationState: text("automation_state", { enum: ["active", "paused"] })
+      .notNull()
+      .default("active"),
+    automationUntil: timestamptz("automation_until"),
+    automationReason: text("automation_reason").$type<AutomationReason>(),
+    // When the away message last went to this conversation (once per closed period).
+    awaySentAt: timestamptz("away_sent_at"),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
@@ -85,6 +105,9 @@ export const conversations = pgTable(
       t.lastMessageAt.desc().nullsFirst(),
       t.id.desc().nullsFirst(),
     ),
+    index("conversations_waiting_idx")
+      .on(t.accountId, t.createdAt)
+      .where(sql`${t.assignedTo} is null and ${t.status} <> 'closed'`),
     index("conversations_account_assignee_activity_idx").on(
       t.accountId,
       t.assignedTo,
@@ -93,6 +116,9 @@ export const conversations = pgTable(
     ),
   ],
 );
+
+/** Why a conversation's automation is paused. */
+export type AutomationReason = "agent_reply" | "assigned" | "agent_started" | "manual";
 
 /** `stored`: an internal note, never sent anywhere. */
 export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed" | "stored";
@@ -128,12 +154,18 @@ export const messages = pgTable(
     // Set by a bot send job just before its upstream call: a job that finds it set
     // (the process died mid-send) cannot know whether Meta took the message.
     sendStartedAt: timestamptz("send_started_at"),
+    // The campaign that sent it (its template message), null for any other message.
+    campaignId: uuid("campaign_id").references((): AnyPgColumn => campaigns.id, { onDelete: "set null" }),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex("messages_account_message_id_uq").on(t.accountId, t.messageId),
     index("messages_conversation_created_idx").on(t.conversationId, t.createdAt, t.id),
+    // A conversation's campaign messages (a reply marks the latest one's recipient `replied`).
+    index("messages_campaign_conversation_idx")
+      .on(t.conversationId, t.createdAt)
+      .where(sql`${t.campaignId} is not null`),
     // Inbox search by message text (pg_trgm): any substring, at any number of messages.
     index("messages_text_trgm_idx").using("gin", t.text.op("gin_trgm_ops")),
   ],

@@ -1,5 +1,6 @@
 export * from "./access.js";
 export * from "./auth.js";
+export * from "./campaigns.js";
 export * from "./contacts.js";
 export * from "./events.js";
 export * from "./flows.js";

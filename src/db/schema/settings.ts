@@ -1,4 +1,4 @@
-import { integer, pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { integer, jsonb, pgTable, text, uuid } from "drizzle-orm/pg-core";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
 
@@ -24,5 +24,25 @@ export const accountSettings = pgTable("account_settings", {
   autoAssignMode: text("auto_assign_mode", { enum: ["off", "round_robin", "least_busy"] }).notNull(),
   /** The most open conversations auto-assignment gives one member (null: no cap). */
   maxOpenPerAgent: integer("max_open_per_agent"),
+  updatedAt: timestamptz("updated_at").notNull().defaultNow(),
+});
+
+/** Weekly opening ranges by day (`mon`..`sun`), each `["HH:MM", "HH:MM"]` in the account's timezone. */
+export type WeeklyHours = Partial<
+  Record<"mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun", [string, string][]>
+>;
+
+/** An account's business hours (no row: always open, no away message). */
+export const businessHours = pgTable("business_hours", {
+  accountId: uuid("account_id")
+    .primaryKey()
+    .references(() => accounts.id, { onDelete: "cascade" }),
+  /** An IANA timezone (e.g. `Europe/Berlin`). */
+  timezone: text("timezone").notNull(),
+  weekly: jsonb("weekly").$type<WeeklyHours>().notNull(),
+  /** Whole days closed (`YYYY-MM-DD`, in the timezone). */
+  holidays: text("holidays").array().notNull().default([]),
+  /** Sent once per closed period to a customer who writes while closed (null: none). */
+  awayMessage: text("away_message"),
   updatedAt: timestamptz("updated_at").notNull().defaultNow(),
 });

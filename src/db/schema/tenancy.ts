@@ -16,6 +16,12 @@ export const profiles = pgTable(
       .references(() => users.id, { onDelete: "cascade" }),
     accountId: uuid("account_id").references(() => accounts.id, { onDelete: "set null" }),
     role: text("role", { enum: ["owner", "member"] }),
+    // Auto-assignment gives conversations only to members who are online.
+    availability: text("availability", { enum: ["online", "away"] })
+      .notNull()
+      .default("online"),
+    // When auto-assignment last gave this member a conversation (round robin's turn).
+    lastAssignedAt: timestamptz("last_assigned_at"),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
@@ -31,8 +37,11 @@ export const accountInvitations = pgTable(
       .references(() => accounts.id, { onDelete: "cascade" }),
     // Lower-cased; only the user with this email can accept the invitation.
     email: text("email").notNull(),
-    // SHA-256 of the token handed to the invitee; the token itself is never stored.
+    // SHA-256 of the token answered to the owner who invites; the token itself is never stored.
     tokenHash: text("token_hash").notNull().unique(),
+    // SHA-256 of the token that only the invitation mail carries: using it proves the mailbox.
+    // Null for invitations made before invitations were emailed.
+    mailboxTokenHash: text("mailbox_token_hash").unique(),
     invitedBy: uuid("invited_by")
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),

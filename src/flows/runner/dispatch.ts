@@ -1,4 +1,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import { autoAssign } from "../../bots/assign.js";
+import { sendAwayMessage } from "../../bots/away.js";
+import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
@@ -15,6 +18,7 @@ import { ApiError } from "../../http/errors.js";
 import type { InboundMessageStored } from "../../messaging/webhook-store.js";
 import {
   answer,
+  answerTap,
   contactFacts,
   type FlowRow,
   guardRun,
@@ -22,6 +26,7 @@ import {
   loadContact,
   type RunContext,
   type RunnerDeps,
+  tapReplyId,
   walk,
 } from "./engine.js";
 import { type RunnerLook, type RunnerLookRow, runnerLookColumns, toRunnerLook } from "./look.js";
@@ -39,6 +44,8 @@ import { findActiveRun, lockRunSql, noRunWrites, type RunRow, withContactLock } 
  * - lost_race: another message of the contact started a run first, and this
  *   one is consumed by that race (it neither starts nor advances a run);
  * - no_trigger: no active flow wanted it; duplicate: already taken;
+ * - paused: the conversation's automation is paused (an agent is on it), so
+ *   no flow starts: the message is the agents';
  * - run_gone: the run was deleted (with its flow) or ended while advancing;
  * - not_customer_message: the id is no inbound customer message of the account.
  */
@@ -49,6 +56,7 @@ export type DispatchOutcome =
   | "unseen_question"
   | "lost_race"
   | "no_trigger"
+  | "paused"
   | "duplicate"
   | "run_gone"
   | "not_customer_message";
@@ -66,6 +74,21 @@ export async function offerInboundMessage(
   deps: RunnerDeps,
   event: InboundMessageStored,
 ): Promise<DispatchOutcome> {
+  const outcome = await offerToFlows(deps, event);
+  if (PEOPLES_OUTCOMES.has(outcome)) await toPeople(deps, event);
+  return outcome;
+}
+
+/** A message no flow took: the agents' (auto-assignment, the away message). */
+const PEOPLES_OUTCOMES = new Set<DispatchOutcome>(["no_trigger", "paused", "ignored"]);
+
+async function toPeople(deps: RunnerDeps, event: InboundMessageStored) {
+  const at = { accountId: event.accountId, conversationId: event.conversationId };
+  await autoAssign(deps.db, { ...at, now: deps.now() });
+  await sendAwayMessage(deps, at);
+}
+
+async function offerToFlows(deps: RunnerDeps, event: InboundMessageStored): Promise<DispatchOutcome> {
   const seen = event.look ?? (await lookBeforeLock(deps.db, event));
   // Most messages neither advance a run nor start one: settle those without the
   // contact's lock or a receipt. (Had another message started a run meanwhile,
@@ -113,11 +136,12 @@ async function takeMessage(
     interactive: Record<string, unknown> | null;
     sent_at: string | null;
     upstream_id: string | null;
+    context_id: string | null;
     taken: boolean;
   }>(
     prepared(sql`
     with message as (
-      select id, type, text, interactive, upstream_timestamp, message_id from ${messages}
+      select id, type, text, interactive, upstream_timestamp, message_id, context_message_id from ${messages}
        where id = ${event.messageId} and account_id = ${event.accountId}
          and conversation_id = ${event.conversationId} and direction = 'inbound' and sender_type = 'customer'
     ), taken as (
@@ -127,7 +151,7 @@ async function takeMessage(
       returning message_id
     )
     select id, type, text, interactive, upstream_timestamp::text as sent_at, message_id as upstream_id,
-           exists (select 1 from taken) as taken
+           context_message_id as context_id, exists (select 1 from taken) as taken
       from message`),
   );
   const row = rows[0];
@@ -140,6 +164,7 @@ async function takeMessage(
     interactive: row.interactive,
     sentAt: row.sent_at === null ? null : new Date(row.sent_at),
     upstreamId: row.upstream_id,
+    contextId: row.context_id,
   };
 }
 
@@ -150,16 +175,19 @@ async function offer(
   message: InboundInput,
   seenRunId: string | null,
 ): Promise<{ outcome: DispatchOutcome; runId: string | null; receiptWritten?: boolean }> {
-  const { contact, active } = await contactAndRun(db, event);
+  const { contact, active, paused } = await contactAndRun(db, event, deps.now());
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
-    if (!canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
+    // A tap is proof of sight: it skips the timing rule (see answerTap).
+    const tap = tapReplyId(message) !== null;
+    if (!tap && !canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
     const ctx = contact && (await contextFor(db, deps, active, contact));
     if (!ctx) return { outcome: "run_gone", runId: null };
     ctx.replyTo = message.upstreamId;
     ctx.inbound = inboundFacts(event);
-    const outcome = await guardRun(ctx, async () => {
-      const moved = await answer(ctx, message);
+    const outcome = await guardRun(ctx, async (): Promise<DispatchOutcome> => {
+      const tapped = tap ? await answerTap(ctx, message) : null;
+      const moved = tapped ?? (canAnswer(active, message) ? await answer(ctx, message) : "unseen_question");
       ctx.writes.receipt = { messageId: message.id, outcome: moved };
       return moved;
     });
@@ -169,13 +197,24 @@ async function offer(
 
   // An opted-out contact starts no flow.
   if (!contact || contact.optedOut) return { outcome: "no_trigger", runId: null };
+  if (paused) return { outcome: "paused", runId: null };
   const candidates = await db
     .select()
     .from(flows)
     .where(and(eq(flows.accountId, event.accountId), eq(flows.status, "active")))
     .orderBy(asc(flows.createdAt), asc(flows.id));
+  // Read once, and only when a flow that triggers asks (outside_business_hours_only).
+  let open: boolean | undefined;
+  const isOpen = async () => {
+    if (open === undefined) {
+      const hours = await getBusinessHours(db, event.accountId);
+      open = !hours || isOpenAt(hours, deps.now());
+    }
+    return open;
+  };
   for (const flow of candidates) {
     if (!triggers(flow, message, event.firstInbound)) continue;
+    if (outsideHoursOnly(flow.triggerConfig) && (await isOpen())) continue;
     const started = await startRun(db, deps, {
       flow,
       contact,
@@ -196,7 +235,7 @@ async function offer(
  * The contact, and its active run with the run's row locked (see
  * lockActiveRun): one statement when there is no run, as for most triggers.
  */
-async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
+async function contactAndRun(db: DbOrTx, event: InboundMessageStored, now: Date) {
   const { rows } = await db.execute<{
     id: string;
     name: string | null;
@@ -205,10 +244,14 @@ async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
     tags: string[];
     opted_out: boolean;
     run_id: string | null;
+    paused: boolean | null;
   }>(
     prepared(sql`
     with run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
-    select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id
+    select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id,
+           (select v.automation_state = 'paused'
+                   and (v.automation_until is null or v.automation_until > ${now.toISOString()}::timestamptz)
+              from ${conversations} v where v.id = ${event.conversationId}) as paused
       from ${contacts} where id = ${event.contactId} and account_id = ${event.accountId}`),
   );
   const row = rows[0];
@@ -223,7 +266,7 @@ async function contactAndRun(db: DbOrTx, event: InboundMessageStored) {
       }
     : null;
   const active = row?.run_id ? await findActiveRun(db, event.accountId, event.contactId) : null;
-  return { contact, active };
+  return { contact, active, paused: row?.paused === true };
 }
 
 /** What storing the message told about its conversation, when it told it. */
@@ -243,6 +286,11 @@ function canAnswer(run: RunRow, message: InboundInput): boolean {
   if (run.questionSentAt === null || message.sentAt === null) return true;
   return message.sentAt.getTime() >= Math.floor(run.questionSentAt.getTime() / 1000) * 1000 + 1000;
 }
+
+const outsideHoursOnly = (config: unknown) =>
+  config !== null &&
+  typeof config === "object" &&
+  (config as Record<string, unknown>).outside_business_hours_only === true;
 
 function triggers(
   flow: { triggerType: FlowRow["triggerType"]; triggerConfig: unknown },

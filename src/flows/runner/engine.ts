@@ -1,6 +1,16 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { autoAssign } from "../../bots/assign.js";
+import { pausedColumns } from "../../bots/automation.js";
+import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import type { DbOrTx } from "../../db/client.js";
-import { contacts, conversations, flowNodes, type flows, profiles } from "../../db/schema/index.js";
+import {
+  contacts,
+  conversations,
+  flowNodes,
+  flowRunEvents,
+  type flows,
+  profiles,
+} from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
 import { ApiError } from "../../http/errors.js";
 import { isUuid } from "../../http/ids.js";
@@ -67,6 +77,8 @@ export interface InboundInput {
   sentAt: Date | null;
   /** Meta's id of the message (what a read receipt names). */
   upstreamId: string | null;
+  /** Meta's id of the message this one answers (`context.id`: the question a tap was on). */
+  contextId?: string | null;
 }
 
 export const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
@@ -206,6 +218,12 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
         return;
       case "wait":
         return enterWait(ctx, key, config);
+      case "business_hours": {
+        const hours = await getBusinessHours(ctx.db, ctx.run.accountId);
+        // An account without business hours is always open.
+        key = !hours || isOpenAt(hours, ctx.deps.now()) ? config.open_node_key : config.closed_node_key;
+        continue;
+      }
       case "send_buttons":
       case "send_list":
       case "collect_input":
@@ -426,17 +444,28 @@ async function handOff(
       .set({
         status: "pending",
         handoffNote: input.note,
-        ...(assignee ? { assignedTo: assignee } : {}),
+        // A person now owns the conversation: the bot steps back until it is unassigned or closed.
+        ...(assignee ? { assignedTo: assignee, ...pausedColumns("assigned", null) } : {}),
         updatedAt: ctx.deps.now(),
       })
       .where(
         and(eq(conversations.id, ctx.run.conversationId), eq(conversations.accountId, ctx.run.accountId)),
       );
   }
+  // Nobody named: auto-assignment's turn (this conversation only, in this advance).
+  const [autoAssigned] =
+    !assignee && ctx.run.conversationId
+      ? await autoAssign(ctx.db, {
+          accountId: ctx.run.accountId,
+          conversationId: ctx.run.conversationId,
+          now: ctx.deps.now(),
+        })
+      : [];
   event(ctx, "handoff", nodeKey, {
     reason: input.reason,
     note: input.note,
-    assigned_to: assignee,
+    assigned_to: assignee ?? autoAssigned ?? null,
+    ...(autoAssigned ? { auto_assigned: true } : {}),
     ...(assignee === null && input.assignTo ? { assign_to_ignored: "not a member of this account" } : {}),
   });
 }
@@ -495,6 +524,75 @@ export async function answer(ctx: RunContext, message: InboundInput): Promise<"a
     return "advanced";
   }
   return applyFallback(ctx, key, node.nodeType, node.config, message);
+}
+
+/** The reply id of a tap (a button or list reply, a template's quick reply); null for anything else. */
+export function tapReplyId(message: InboundInput): string | null {
+  const id = message.interactive?.id;
+  return typeof id === "string" ? id : null;
+}
+
+/**
+ * The question of this run a tap answers: the one its `context.id` names
+ * (Meta's id of a question the run sent, the pending one or an earlier one),
+ * else the pending question when the tap's reply id is one of its options.
+ * A tap is proof the customer saw the question, so no timing rule applies.
+ * Null when the tap answers none of the run's questions.
+ */
+async function tappedQuestion(
+  ctx: RunContext,
+  message: InboundInput,
+): Promise<{ nodeKey: string; replyId: string; next: unknown } | null> {
+  const replyId = tapReplyId(message);
+  if (replyId === null) return null;
+  const keys: string[] = [];
+  if (message.contextId) {
+    const [sent] = await ctx.db
+      .select({ nodeKey: flowRunEvents.nodeKey })
+      .from(flowRunEvents)
+      .where(
+        and(
+          eq(flowRunEvents.runId, ctx.run.id),
+          eq(flowRunEvents.eventType, "message_sent"),
+          sql`${flowRunEvents.payload}->>'upstream_message_id' = ${message.contextId}`,
+        ),
+      )
+      .orderBy(desc(flowRunEvents.id))
+      .limit(1);
+    if (sent?.nodeKey) keys.push(sent.nodeKey);
+  }
+  if (ctx.run.currentNodeKey) keys.push(ctx.run.currentNodeKey);
+  for (const nodeKey of keys) {
+    const node = await loadNode(ctx, nodeKey);
+    if (!node) continue;
+    const choices = replyChoices(node.nodeType, node.config);
+    if (choices.has(replyId)) return { nodeKey, replyId, next: choices.get(replyId) };
+  }
+  return null;
+}
+
+/**
+ * Offers a tap to the run: "advanced" when it answered the pending question or
+ * an earlier one of the run (whose option's branch the run then follows,
+ * leaving any wait or queued send behind); null when it answers none, for the
+ * caller to treat it as any other message.
+ */
+export async function answerTap(ctx: RunContext, message: InboundInput): Promise<"advanced" | null> {
+  const tapped = await tappedQuestion(ctx, message);
+  if (!tapped) return null;
+  const earlier = tapped.nodeKey !== ctx.run.currentNodeKey;
+  patchRun(ctx, {
+    repromptCount: 0,
+    lastActivityAt: ctx.deps.now(),
+    ...(earlier ? { awaitingMessageId: null, resumeAt: null, questionSentAt: null } : {}),
+  });
+  event(ctx, "reply_received", tapped.nodeKey, {
+    message_id: message.id,
+    reply_id: tapped.replyId,
+    ...(earlier ? { earlier_question: true } : {}),
+  });
+  await walk(ctx, tapped.next, tapped.nodeKey);
+  return "advanced";
 }
 
 async function applyFallback(

@@ -1,4 +1,6 @@
 import type { Task } from "../types.js";
+import { campaignEvent } from "./campaign-event.js";
+import { campaignSend } from "./campaign-send.js";
 import { deliverWebhook } from "./deliver-webhook.js";
 import { downloadMedia } from "./download-media.js";
 import { eraseMedia } from "./erase-media.js";
@@ -7,6 +9,7 @@ import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
 import { sendBotMessage } from "./send-bot-message.js";
+import { sendMail } from "./send-mail.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
 
 /**
@@ -14,6 +17,8 @@ import { sweepTimeouts } from "./sweep-timeouts.js";
  * (`addJob(db, "<name>", payload)`). A task is a file of this folder.
  */
 export const TASKS: Record<string, Task> = {
+  "campaign-event": campaignEvent,
+  "campaign-send": campaignSend,
   "deliver-webhook": deliverWebhook,
   "download-media": downloadMedia,
   "erase-media": eraseMedia,
@@ -22,5 +27,6 @@ export const TASKS: Record<string, Task> = {
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,
   "send-bot-message": sendBotMessage,
+  "send-mail": sendMail,
   "sweep-timeouts": sweepTimeouts,
 };

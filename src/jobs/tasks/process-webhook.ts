@@ -1,3 +1,4 @@
+import { applyCampaignWebhook, pauseCampaignsForTemplates } from "../../campaigns/webhook.js";
 import { applyConsentKeyword } from "../../contacts/consent.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { offerInboundMessage } from "../../flows/runner/dispatch.js";
@@ -18,6 +19,7 @@ export const processWebhook: Task = async (payload, deps) => {
   const batch = readWebhookBatch(payload.delivery);
   for (const problem of batch.problems) log.warn({ problem }, "webhook part skipped");
   await applyTemplateUpdates(db, batch.templateUpdates, deps.now());
+  await pauseCampaignsForTemplates(db, batch.templateUpdates);
 
   let failed = 0;
   for (const change of batch.changes) {
@@ -28,6 +30,11 @@ export const processWebhook: Task = async (payload, deps) => {
         continue;
       }
       for (const note of result.notes) log.info({ at: change.at, note }, "webhook part skipped");
+      await applyCampaignWebhook(db, {
+        phoneNumberId: change.phoneNumberId,
+        statuses: change.statuses,
+        inbound: result.inbound,
+      });
       for (const message of result.inbound) {
         // A STOP / START keyword changes the contact's consent and starts no flow.
         if (await applyConsentKeyword(deps, message)) continue;

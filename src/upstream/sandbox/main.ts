@@ -51,15 +51,18 @@ function wholeNumber(name: string, fallback: number, min: number, max = Number.M
   return value;
 }
 
-const STATUS_STEPS: Array<{ status: "sent" | "delivered"; afterMs: number }> = [
+const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: number }> = [
   { status: "sent", afterMs: 300 },
   { status: "delivered", afterMs: 900 },
 ];
+/** Template sends (campaigns) are read too, a little later, so a demo campaign's counts move to `read`. */
+const TEMPLATE_READ_STEP = { status: "read" as const, afterMs: 2_500 };
 
 /** After each accepted send, tell the service the message was sent, then delivered (like a phone would). */
 function postDeliveryStatuses(message: AcceptedMessage) {
   if (!webhookUrl || !appSecret) return;
-  for (const step of STATUS_STEPS) {
+  const steps = message.type === "template" ? [...STATUS_STEPS, TEMPLATE_READ_STEP] : STATUS_STEPS;
+  for (const step of steps) {
     setTimeout(() => {
       const { payload } = statusPayload({
         phoneNumberId: message.phoneNumberId,

@@ -11,7 +11,7 @@ function safeNext(search: string) {
   return next?.startsWith("/") && !next.startsWith("//") ? next : "/inbox";
 }
 
-function AuthFrame(props: { title: string; children: React.ReactNode; footer: React.ReactNode }) {
+export function AuthFrame(props: { title: string; children: React.ReactNode; footer: React.ReactNode }) {
   return (
     <div className="auth-page">
       <ConnectionBanner />
@@ -52,6 +52,8 @@ export function SignInPage() {
       footer={
         <>
           New here? <Link href={`/sign-up${search ? `?${search}` : ""}`}>Create an account</Link>
+          {" · "}
+          <Link href="/forgot-password">Forgot your password?</Link>
         </>
       }
     >

@@ -6,6 +6,7 @@ import { contactLabel, fullTime, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
 import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
+import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
 import { useMembers, useMessages } from "./inbox-api";
@@ -289,6 +290,7 @@ export function Thread(props: { conversationId: string; conversation: Conversati
           error={patch.error ? `Could not update the conversation: ${patch.error.message}` : undefined}
         />
         <FormError error={react.error ? `Reaction failed: ${react.error.message}` : undefined} />
+        <AutomationBar conversation={conversation} members={members.data} onChanged={refresh} />
         {conversation?.handoff_note ? (
           <p className="handoff-note">
             <strong>Handed off:</strong> {conversation.handoff_note}

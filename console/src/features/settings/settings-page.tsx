@@ -2,6 +2,7 @@ import { Link, useParams } from "wouter";
 import { useIsOwner } from "../../lib/session";
 import { PageHeader } from "../../lib/ui";
 import { ApiKeysSettings } from "./api-keys";
+import { AutomationSettings } from "./automation";
 import { CannedSettings } from "./canned";
 import { TeamSettings } from "./team";
 import { TemplateSettings } from "./templates";
@@ -11,6 +12,7 @@ const TABS = [
   { id: "team", label: "Team", owner: false },
   { id: "templates", label: "Templates", owner: false },
   { id: "canned", label: "Canned responses", owner: false },
+  { id: "automation", label: "Automation", owner: false },
   { id: "api-keys", label: "API keys", owner: true },
   { id: "webhooks", label: "Webhooks", owner: true },
 ] as const;
@@ -38,6 +40,7 @@ export function SettingsPage() {
       {current?.id === "team" ? <TeamSettings /> : null}
       {current?.id === "templates" ? <TemplateSettings /> : null}
       {current?.id === "canned" ? <CannedSettings /> : null}
+      {current?.id === "automation" ? <AutomationSettings /> : null}
       {current?.id === "api-keys" ? <ApiKeysSettings /> : null}
       {current?.id === "webhooks" ? <WebhookSettings /> : null}
     </div>

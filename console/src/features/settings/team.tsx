@@ -66,8 +66,9 @@ export function TeamSettings() {
           {link ? (
             <div className="secret-box" role="status">
               <p>
-                Send this link to {invite.data?.invitation.email}: only they can accept it, signed in with
-                that email, until {fullTime(invite.data?.invitation.expires_at)}.
+                We emailed {invite.data?.invitation.email} a link to accept, valid until{" "}
+                {fullTime(invite.data?.invitation.expires_at)}. You may also send them this one: only they can
+                accept it, signed in with that email once it is verified.
               </p>
               <input readOnly aria-label="Invitation link" value={link} onFocus={(e) => e.target.select()} />
             </div>

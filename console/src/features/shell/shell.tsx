@@ -10,6 +10,7 @@ import { Icon } from "../../lib/ui";
 const NAV = [
   { href: "/inbox", label: "Inbox", icon: "M4 4h16v12H8l-4 4z" },
   { href: "/contacts", label: "Contacts", icon: "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zm-7 8a7 7 0 0 1 14 0z" },
+  { href: "/campaigns", label: "Campaigns", icon: "M3 11v2l13 5V6zM16 8a4 4 0 0 1 0 8M6 13l1 6h3l-1-5" },
   { href: "/flows", label: "Flows", icon: "M5 5h5v5H5zM14 14h5v5h-5zM7.5 10v4.5H14" },
   { href: "/channel", label: "Channel", icon: "M6 3h12v18H6zM10 18h4" },
   {

@@ -493,7 +493,12 @@ export default function FlowEditorPage() {
                     change((d) => ({
                       ...d,
                       trigger_type: e.target.value as TriggerType,
-                      trigger_config: e.target.value === "keyword" ? d.trigger_config : {},
+                      trigger_config:
+                        e.target.value === "keyword"
+                          ? d.trigger_config
+                          : d.trigger_config.outside_business_hours_only === true
+                            ? { outside_business_hours_only: true }
+                            : {},
                     }))
                   }
                 >
@@ -543,6 +548,24 @@ export default function FlowEditorPage() {
                     </select>
                   </div>
                 </>
+              ) : null}
+              {draft.trigger_type !== "manual" ? (
+                <label className="checkbox">
+                  <input
+                    type="checkbox"
+                    checked={draft.trigger_config.outside_business_hours_only === true}
+                    onChange={(e) =>
+                      change((d) => ({
+                        ...d,
+                        trigger_config: {
+                          ...d.trigger_config,
+                          outside_business_hours_only: e.target.checked,
+                        },
+                      }))
+                    }
+                  />{" "}
+                  Only outside business hours
+                </label>
               ) : null}
               <p className="muted">
                 Select a node on the canvas or in the list above to edit it. Drag from a node's right edge to

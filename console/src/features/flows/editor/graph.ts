@@ -40,6 +40,8 @@ export function outputsOf(node: FlowNode): Output[] {
       return [field("next_node_key", "next")(c)];
     case "condition":
       return [field("true_next", "true")(c), field("false_next", "false")(c)];
+    case "business_hours":
+      return [field("open_node_key", "open")(c), field("closed_node_key", "closed")(c)];
     case "send_buttons":
       return arr(c.buttons).map((b, i) => ({
         handle: `button-${i}`,
@@ -87,6 +89,7 @@ export const NODE_LABELS: Record<NodeType, string> = {
   condition: "Condition",
   set_tag: "Tag contact",
   wait: "Wait",
+  business_hours: "Business hours",
   handoff: "Hand off to agent",
   end: "End",
 };
@@ -113,6 +116,7 @@ export const DEFAULT_CONFIGS: Record<NodeType, Rec> = {
   },
   set_tag: { mode: "add", tag: "" },
   wait: { minutes: 60 },
+  business_hours: { open_node_key: "", closed_node_key: "" },
   handoff: { note: "" },
   end: {},
 };

@@ -521,6 +521,26 @@ export function Inspector(props: {
             <NextSelect label="Next" value={c.next_node_key} keys={others} onChange={set("next_node_key")} />
           </>
         );
+      case "business_hours":
+        return (
+          <>
+            <p className="hint">
+              Set the hours in Settings → Automation; without them the business is always open.
+            </p>
+            <NextSelect
+              label="When open"
+              value={c.open_node_key}
+              keys={others}
+              onChange={set("open_node_key")}
+            />
+            <NextSelect
+              label="When closed"
+              value={c.closed_node_key}
+              keys={others}
+              onChange={set("closed_node_key")}
+            />
+          </>
+        );
       case "handoff":
         return (
           <>

@@ -20,6 +20,7 @@ const SUMMARIES: Record<NodeType, (c: Record<string, unknown>) => string> = {
   set_tag: (c) => `${c.mode === "remove" ? "Remove" : "Add"} tag ${text(c.tag)}`,
   wait: (c) =>
     typeof c.minutes === "number" ? `Wait ${c.minutes} minute${c.minutes === 1 ? "" : "s"}` : "Wait",
+  business_hours: () => "Open or closed, by the account's business hours",
   handoff: (c) => text(c.note) || "Pass the conversation to an agent",
   end: () => "The run completes",
 };

@@ -1,0 +1,100 @@
+import { sql } from "drizzle-orm";
+import type { DbOrTx } from "../db/client.js";
+import {
+  campaignRecipients,
+  campaigns,
+  RECIPIENT_STATUSES,
+  type RecipientStatus,
+} from "../db/schema/index.js";
+
+export type CampaignRow = typeof campaigns.$inferSelect;
+export type CampaignCounts = { total: number } & Record<RecipientStatus, number>;
+
+export const CAMPAIGN_EVENT_TASK = "campaign-event";
+
+/** Each recipient counted once, under its current status. */
+export async function countsOf(db: DbOrTx, campaignIds: string[]): Promise<Map<string, CampaignCounts>> {
+  const result = new Map<string, CampaignCounts>();
+  for (const id of campaignIds) {
+    result.set(id, {
+      total: 0,
+      ...Object.fromEntries(RECIPIENT_STATUSES.map((s) => [s, 0])),
+    } as CampaignCounts);
+  }
+  if (campaignIds.length === 0) return result;
+  const { rows } = await db.execute<{ campaign_id: string; status: RecipientStatus; n: number }>(sql`
+    select campaign_id, status, count(*)::int as n from ${campaignRecipients}
+     where campaign_id = any(${sql.param(campaignIds)}::uuid[]) group by campaign_id, status`);
+  for (const row of rows) {
+    const counts = result.get(row.campaign_id);
+    if (!counts) continue;
+    counts[row.status] = row.n;
+    counts.total += row.n;
+  }
+  return result;
+}
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+/** Counts of a campaign whose recipients are all queued. */
+export function queuedCounts(total: number): CampaignCounts {
+  const counts = { total, ...Object.fromEntries(RECIPIENT_STATUSES.map((s) => [s, 0])) } as CampaignCounts;
+  counts.queued = total;
+  return counts;
+}
+
+export function toCampaignJson(c: CampaignRow, counts: CampaignCounts) {
+  return {
+    id: c.id,
+    name: c.name,
+    status: c.status,
+    template: { name: c.templateName, language: c.templateLanguage },
+    parameters: c.parameters,
+    audience: c.audience,
+    scheduled_at: iso(c.scheduledAt),
+    started_at: iso(c.startedAt),
+    completed_at: iso(c.completedAt),
+    paused_reason: c.pausedReason,
+    created_at: iso(c.createdAt),
+    updated_at: iso(c.updatedAt),
+    counts,
+  };
+}
+
+/**
+ * Writes `campaign.updated` (the campaign as the API shows it) unless one was
+ * written less than a second ago; then a job writes it once that second is
+ * over, so the last change always shows. The campaign row's lock orders
+ * concurrent callers, which keeps it to one event a second.
+ */
+export async function campaignUpdated(
+  db: DbOrTx,
+  campaignId: string,
+  /** The counts when the caller knows them (a start: every recipient queued), saving a count. */
+  known?: CampaignCounts,
+): Promise<void> {
+  const [campaign] = await db
+    .update(campaigns)
+    .set({ lastEventAt: sql`now()` })
+    .where(
+      sql`${campaigns.id} = ${campaignId}::uuid
+          and (${campaigns.lastEventAt} is null or ${campaigns.lastEventAt} <= now() - interval '1 second')`,
+    )
+    .returning();
+  if (!campaign) {
+    await db.execute(sql`select graphile_worker.add_job(
+      identifier := ${CAMPAIGN_EVENT_TASK}::text,
+      payload := ${JSON.stringify({ campaignId })}::json,
+      run_at := now() + interval '1100 milliseconds',
+      job_key := ${`${CAMPAIGN_EVENT_TASK}:${campaignId}`}::text,
+      job_key_mode := 'preserve_run_at',
+      max_attempts := 5)`);
+    return;
+  }
+  const counts = known ?? ((await countsOf(db, [campaignId])).get(campaignId) as CampaignCounts);
+  await db.execute(
+    sql`select record_account_event(${campaign.accountId}::uuid, 'campaign.updated', ${JSON.stringify(
+      toCampaignJson(campaign, counts),
+    )}::json)`,
+  );
+}

@@ -1,0 +1,144 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { sql } from "drizzle-orm";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CAMPAIGN_TEMPLATES } from "../campaigns/helpers.js";
+import {
+  ensureConsoleBuilt,
+  findChromium,
+  launchBrowser,
+  NUMBER,
+  newPage,
+  type Stack,
+  screenshotDir,
+  startStack,
+  takeScreenshots,
+} from "./browser.js";
+
+const chromiumFound = findChromium();
+if ("missing" in chromiumFound) console.log(chromiumFound.missing);
+
+describe.skipIf("missing" in chromiumFound)(
+  "the Campaigns screen in a real browser",
+  { timeout: 180_000 },
+  () => {
+    let stack: Stack;
+    let browser: Browser;
+    let page: Page;
+
+    beforeAll(async () => {
+      await ensureConsoleBuilt();
+      stack = await startStack();
+      stack.sandbox.setTemplates(NUMBER.businessAccountId, CAMPAIGN_TEMPLATES);
+      // Sends take a moment, so the progress visibly moves.
+      stack.sandbox.inject({ method: "POST", path: /\/messages$/ }, { delayMs: 400, times: 1_000 });
+      browser = await launchBrowser((chromiumFound as { path: string }).path);
+      ({ page } = await newPage(browser));
+      // The owner and the channel through the API (the cookie session is the browser's).
+      const call = async (url: string, data: unknown) => {
+        const response = await page.request.post(`${stack.url}${url}`, {
+          data,
+          headers: { origin: stack.url },
+        });
+        expect(response.status(), `${url}: ${await response.text()}`).toBeLessThan(300);
+        return response.json();
+      };
+      await call("/api/auth/sign-up/email", {
+        email: "cam@example.com",
+        password: "a long password",
+        name: "Cam",
+      });
+      await call("/api/auth/sign-in/email", { email: "cam@example.com", password: "a long password" });
+      const { account } = await call("/api/accounts", { name: "Lumen Coffee" });
+      await call("/api/messaging/config", {
+        phone_number_id: NUMBER.phoneNumberId,
+        access_token: NUMBER.accessToken,
+        business_account_id: NUMBER.businessAccountId,
+        pin: "123456",
+      });
+      await call("/api/messaging/templates/sync", {});
+      await stack.t.database.db.execute(sql`
+      insert into contacts (account_id, wa_id, name, phone, tags, attributes, opted_out)
+      select ${account.id}::uuid, '1555020' || lpad(n::text, 4, '0'), 'Guest ' || n, '1555020' || lpad(n::text, 4, '0'),
+             case when n <= 200 then '{vip}'::text[] else '{}'::text[] end,
+             jsonb_build_object('product', 'oat latte'), n in (199, 200)
+        from generate_series(1, 220) as n`);
+    }, 180_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      await stack?.close();
+    });
+
+    const shot = async (name: string) => {
+      if (!takeScreenshots) return;
+      mkdirSync(screenshotDir, { recursive: true });
+      await page.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
+    };
+
+    it("walks the wizard: template, mapped parameters with a preview, audience count, samples, test, start", async () => {
+      await page.goto(`${stack.url}/campaigns`);
+      await page.getByRole("heading", { name: "Campaigns" }).waitFor();
+      await page.getByText("No campaigns yet").waitFor();
+      await page.getByRole("link", { name: "New campaign" }).click();
+
+      await page.getByLabel("Name", { exact: true }).fill("Oat latte is back");
+      await page.getByLabel("Template").selectOption("restock|en_US");
+      await page.getByLabel("Body {{1}}").fill("{{contact.name|there}}");
+      await page.getByLabel("Body {{2}}").fill("{{contact.attributes.product|drink}}");
+      await expect(page.getByTestId("rendered-preview").textContent()).resolves.toBe(
+        "Hi Ada, the drink you wanted is back.",
+      );
+      await page.getByLabel("Has any of these tags").fill("vip");
+      await page.getByRole("button", { name: "Save draft and count" }).click();
+      await page.getByTestId("recipient-count").filter({ hasText: "198 recipients" }).waitFor();
+      await page.getByText("Left out: 2 opted out, 0 without a number, 0 duplicates.").waitFor();
+      await page
+        .getByText(/^Guest \d+: Hi Guest \d+, the oat latte you wanted is back\.$/)
+        .first()
+        .waitFor();
+      await shot("campaign-wizard-1280");
+
+      await page.getByLabel("Test number").fill("+1 555 010 0999");
+      await page.getByRole("button", { name: "Send test" }).click();
+      await page.getByText("Test sent to +1 555 010 0999").waitFor();
+
+      await page.getByRole("button", { name: "Start now" }).click();
+      await page.getByRole("heading", { name: "Oat latte is back" }).waitFor();
+    });
+
+    it("shows the campaign's progress live, to the end, and the recipients by status", async () => {
+      const progress = page.getByRole("progressbar", { name: "Progress" });
+      // Part-way first, then all 198 without a reload.
+      await page.waitForFunction(() => {
+        const bar = document.querySelector('[role="progressbar"]');
+        const now = Number(bar?.getAttribute("aria-valuenow"));
+        return now > 0 && now < 198;
+      });
+      await shot("campaign-progress-1280");
+      await page.getByText("completed", { exact: true }).waitFor({ timeout: 60_000 });
+      await expect(progress.getAttribute("aria-valuenow")).resolves.toBe("198");
+      await expect(page.getByTestId("count-sent").textContent()).resolves.toBe("198");
+
+      // A customer reads it: the count moves without a reload.
+      const { rows } = await stack.t.database.db.execute<{ wa: string; message_id: string }>(sql`
+      select k.wa_id as wa, m.message_id from campaign_recipients r
+        join contacts k on k.id = r.contact_id join messages m on m.id = r.message_id
+       order by r.contact_id limit 1`);
+      const first = rows[0] as { wa: string; message_id: string };
+      await stack.customer(first.wa, "Guest").status({ messageId: first.message_id, status: "read" });
+      await page.getByTestId("count-read").filter({ hasText: "1" }).waitFor();
+
+      await page.getByLabel("Filter by status").selectOption("read");
+      await page.waitForFunction(() => document.querySelectorAll("tbody tr").length === 1);
+      const csv = page.getByRole("link", { name: "Download CSV" });
+      await expect(csv.getAttribute("href")).resolves.toMatch(/recipients\.csv\?status=read$/);
+
+      await page.goto(`${stack.url}/campaigns`);
+      await page.getByRole("link", { name: "Oat latte is back" }).waitFor();
+      await page.getByText("198 / 198").waitFor();
+      await shot("campaigns-1280");
+    });
+  },
+);
