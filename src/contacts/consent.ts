@@ -23,7 +23,9 @@ export async function applyConsentKeyword(
   message: InboundMessageStored,
 ): Promise<boolean> {
   // Keywords are at most 64 characters (settings): a longer text needs no look at them.
-  if (message.messageType !== "text" || !message.text || message.text.trim().length > 64) return false;
+  // A text, or the title of a tapped button (a campaign's quick-reply "STOP", say).
+  if (!["text", "button", "interactive"].includes(message.messageType)) return false;
+  if (!message.text || message.text.trim().length > 64) return false;
   const settings = await getSettings(deps.db, message.accountId);
   const optOut = matchesKeyword(message.text, settings.optOutKeywords);
   const optIn = !optOut && matchesKeyword(message.text, settings.optInKeywords);
