@@ -25,6 +25,8 @@ export interface DurableInputs {
   flood: number;
   /** Triggers in the flood against Meta's round trip imitated (its replies come slower). */
   latencyFlood: number;
+  /** The bare reply pipeline (bench/bare.ts) on the same database and sandbox. */
+  bare?: { url: string; pid: number; reply: string };
 }
 
 export interface DurableResults {
@@ -41,7 +43,11 @@ export interface DurableResults {
     missing: number;
     duplicates: number;
     peakRssMb: number;
+    /** Measured against the bare reply pipeline, not the service. */
+    bare?: boolean;
   }>;
+  /** The send rate held at messages_per_second 10: the most sends in any one-second window. */
+  rateHeld?: { limit: number; sends: number; busiestSecond: number; seconds: number };
 }
 
 interface SandboxRequest {
@@ -203,9 +209,94 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
   const floods: DurableResults["floods"] = [];
   floods.push(await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS }));
   floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0 }));
+  if (i.bare) {
+    // The bare pipeline, same sizes, same sandbox, same database: the yardstick of issue 24.
+    floods.push(
+      await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS, bare: i.bare }),
+    );
+    floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0, bare: i.bare }));
+  }
+  const rateHeld = await holdRate(i, 10);
   const second = await i.startSecond();
   floods.push(await flood(i, { instances: 2, size: i.flood, latencyMs: 0, second }));
-  return { replyLatency, floods };
+  return { replyLatency, floods, rateHeld };
+}
+
+/**
+ * The number's messages_per_second set to `limit`: a burst of triggers, and the most replies the
+ * sandbox received in any one-second window (never more than `limit`). The rate is put back after.
+ */
+async function holdRate(i: DurableInputs, limit: number): Promise<NonNullable<DurableResults["rateHeld"]>> {
+  const client = new pg.Client({ connectionString: i.databaseUrl });
+  await client.connect();
+  const { rows } = await client.query<{ rate: number }>(
+    "select messages_per_second as rate from messaging_configs where phone_number_id = $1",
+    [i.phoneNumberId],
+  );
+  await client.query("update messaging_configs set messages_per_second = $2 where phone_number_id = $1", [
+    i.phoneNumberId,
+    limit,
+  ]);
+  try {
+    await clearSandboxLog(i.sandbox);
+    const keyword = "ratehold";
+    const reply = "Rate held reply";
+    await replyFlow(i, keyword, reply);
+    const count = limit * 6;
+    const started = Date.now();
+    await i.load({
+      url: `${i.api}/api/messaging/webhook`,
+      method: "POST",
+      connections: 10,
+      durationSeconds: 600,
+      amount: count,
+      webhook: {
+        appSecret: i.appSecret,
+        phoneNumberId: i.phoneNumberId,
+        waIds: [],
+        newCustomers: "690",
+        text: keyword,
+      },
+    });
+    const sends = await waitForReplies(i.sandbox, reply, count);
+    const times = sends.map((r) => new Date(r.at).getTime()).sort((a, b) => a - b);
+    let busiest = 0;
+    for (let a = 0, b = 0; a < times.length; a++) {
+      while (b < times.length && (times[b] as number) < (times[a] as number) + 1000) b++;
+      busiest = Math.max(busiest, b - a);
+    }
+    const result = {
+      limit,
+      sends: sends.length,
+      busiestSecond: busiest,
+      seconds: ((times.at(-1) ?? started) - started) / 1000,
+    };
+    i.log(
+      `rate held at messages_per_second ${limit}: ${result.sends} replies in ${result.seconds.toFixed(1)} s, at most ${busiest} in any one-second window`,
+    );
+    return result;
+  } finally {
+    await client.query("update messaging_configs set messages_per_second = $2 where phone_number_id = $1", [
+      i.phoneNumberId,
+      rows[0]?.rate ?? 80,
+    ]);
+    await client.end();
+  }
+}
+
+/** Waits until the sandbox got `expected` replies (sends are in flight after the jobs are done), or they stop coming. */
+async function waitForReplies(sandbox: string, reply: string, expected: number, quietMs = 10_000) {
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const sends = await sandboxSends(sandbox, reply);
+    if (sends.length >= expected) return sends;
+    if (sends.length !== last) {
+      last = sends.length;
+      since = Date.now();
+    } else if (Date.now() - since > quietMs) return sends;
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 async function setSandboxLatency(sandbox: string, ms: number) {
@@ -220,21 +311,27 @@ async function setSandboxLatency(sandbox: string, ms: number) {
 /** `size` trigger deliveries at 50 connections, spread over the instances; measured to the last reply. */
 async function flood(
   i: DurableInputs,
-  options: { instances: number; size: number; latencyMs: number; second?: { url: string; pid: number } },
+  options: {
+    instances: number;
+    size: number;
+    latencyMs: number;
+    second?: { url: string; pid: number };
+    bare?: NonNullable<DurableInputs["bare"]>;
+  },
 ): Promise<DurableResults["floods"][number]> {
-  const { instances, second, latencyMs } = options;
+  const { instances, second, latencyMs, bare } = options;
   await clearSandboxLog(i.sandbox);
   await setSandboxLatency(i.sandbox, latencyMs);
-  const keyword = `flood${instances}l${latencyMs}`;
-  const reply = `Flood ${instances} (${latencyMs} ms) reply`;
-  await replyFlow(i, keyword, reply);
-  const pids = [i.servicePid, ...(second ? [second.pid] : [])];
+  const keyword = `flood${instances}l${latencyMs}${bare ? "bare" : ""}`;
+  const reply = bare ? bare.reply : `Flood ${instances} (${latencyMs} ms) reply`;
+  if (!bare) await replyFlow(i, keyword, reply);
+  const pids = bare ? [bare.pid] : [i.servicePid, ...(second ? [second.pid] : [])];
   let peak = 0;
   const sampler = setInterval(() => {
     for (const pid of pids) peak = Math.max(peak, i.rssOf(pid));
   }, 100);
   const started = Date.now();
-  const targets = [i.api, ...(second ? [second.url] : [])];
+  const targets = bare ? [bare.url] : [i.api, ...(second ? [second.url] : [])];
   const per = Math.ceil(options.size / targets.length);
   const acks = await Promise.all(
     targets.map((url, t) =>
@@ -248,7 +345,7 @@ async function flood(
           appSecret: i.appSecret,
           phoneNumberId: i.phoneNumberId,
           waIds: [],
-          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${t}`,
+          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${bare ? 8 : t}`,
           text: keyword,
         },
       }),
@@ -256,8 +353,9 @@ async function flood(
   );
   const ackSeconds = (Date.now() - started) / 1000;
   const acked = acks.reduce((sum, r) => sum + r.requests - r.non2xx - r.errors, 0);
-  await drainJobs(i.databaseUrl);
-  const sends = await sandboxSends(i.sandbox, reply);
+  if (!bare) await drainJobs(i.databaseUrl);
+  // The jobs are done before the last sends are: those are in flight, off the job queue.
+  const sends = await waitForReplies(i.sandbox, reply, acked);
   clearInterval(sampler);
   await setSandboxLatency(i.sandbox, 0);
   const lastReply = Math.max(...sends.map((s) => new Date(s.at).getTime()));
@@ -276,9 +374,10 @@ async function flood(
     missing: acked - perCustomer.size,
     duplicates,
     peakRssMb: peak,
+    ...(bare ? { bare: true } : {}),
   };
   i.log(
-    `flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
+    `${bare ? "bare pipeline: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
   );
   return result;
 }

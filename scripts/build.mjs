@@ -30,4 +30,14 @@ if (!fresh) {
   writeFileSync(hashFile, `${serverHash}\n`);
 }
 const started = performance.now();
-if (await buildConsole()) console.log(`web console built in ${Math.round(performance.now() - started)} ms`);
+if (await buildConsole({ quiet: true })) {
+  // JSON like every other line of the service's log.
+  const line = {
+    level: 30,
+    time: Date.now(),
+    pid: process.pid,
+    msg: "web console built",
+    buildMs: Math.round(performance.now() - started),
+  };
+  console.log(JSON.stringify(line));
+}

@@ -34,7 +34,7 @@ import { docs, healthAnswer, withOperationId } from "./http/openapi.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
-import { loggerOptions } from "./logging.js";
+import { loggerOptions, OneLinePerRequest } from "./logging.js";
 import { createMailer } from "./mail/mailer.js";
 import { queueMail } from "./mail/queue.js";
 import { registerMediaRoutes } from "./media/routes.js";
@@ -43,9 +43,12 @@ import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
+import { postponeUnknownSettles } from "./sending/outbound.js";
+import { createSendPipeline } from "./sending/pipeline.js";
+import { postgresSendRate, redisSendRate } from "./sending/rate.js";
 import { registerSettingsRoutes } from "./settings/routes.js";
 import { registerTemplateRoutes } from "./templates/routes.js";
-import { createGraphClient } from "./upstream/graph.js";
+import { createGraphClient, setUpstreamSockets } from "./upstream/graph.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -109,6 +112,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: loggerOptions(config.logLevel) }),
     bodyLimit: BODY_LIMIT,
+    // One line per request at info (its method, URL, status and time), not Fastify's two.
+    logController: new OneLinePerRequest(),
     requestIdHeader: "x-request-id",
     genReqId: () => randomUUID(),
     trustProxy: trustProxy(config.trustProxy),
@@ -230,6 +235,29 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     queue: (mail) => queueMail(database.db, cipher, mail),
     verifyOnSignUp: mailer.mode === "smtp",
   });
+  const graph = createGraphClient({
+    baseUrl: config.graphApiUrl,
+    version: config.graphApiVersion,
+    timeoutMs: options.upstreamTimeoutMs,
+  });
+  setUpstreamSockets(config.sendMaxInFlight);
+  // Each number's send schedule, shared by every instance: in Redis when there is one, else PostgreSQL.
+  const sendRate = config.redisUrl ? redisSendRate(config.redisUrl) : postgresSendRate(database.pool);
+  const sends = createSendPipeline({
+    graph,
+    rate: sendRate,
+    maxInFlight: config.sendMaxInFlight,
+    callTimeoutMs: options.upstreamTimeoutMs ?? 10_000,
+    // A send never waits for a slot longer than half the unknown-outcome window (30 s at most).
+    maxWaitMs: Math.min(30_000, (config.sendUnknownWindowS * 1000) / 2),
+    log: app.log,
+    onThrottled: (phoneNumberId, rate) =>
+      app.log.warn(
+        { phoneNumberId, rate },
+        "Meta refused a send for throughput: the number's send rate is lowered",
+      ),
+  });
+  const jobs = createJobs(database.pool, sends);
   const deps: AppDeps = {
     config,
     db: database.db,
@@ -237,13 +265,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     sessions: createSessions(auth, database.db, { ttlMs: options.sessionCacheTtlMs }),
     revocations: createRevocations({ connectionString: database.url }, app.log),
     cipher,
-    graph: createGraphClient({
-      baseUrl: config.graphApiUrl,
-      version: config.graphApiVersion,
-      timeoutMs: options.upstreamTimeoutMs,
-    }),
+    graph,
+    sends,
     media: createMediaStore(config.mediaStore),
-    jobs: createJobs(database.pool),
+    jobs,
     mailer,
     log: app.log,
     now: options.now ?? (() => new Date()),
@@ -321,16 +346,30 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerCampaignRoutes(app, deps);
   registerBotsRoutes(app, deps);
 
-  if (options.workers ?? config.workers) {
-    const workers = await startWorkers(deps, {
-      connectionString: database.url,
-      concurrency: config.workerConcurrency,
-      log: app.log.child({ component: "jobs" }),
-      cron: options.cron,
-    });
-    // After the HTTP server stopped taking requests: running jobs finish (10 s at most).
-    app.addHook("onClose", () => workers.stop());
+  const runWorkers = options.workers ?? config.workers;
+  if (runWorkers) {
+    const postponed = await postponeUnknownSettles(database.pool, config.sendUnknownWindowS);
+    if (postponed > 0) {
+      app.log.warn(
+        { sends: postponed, windowS: config.sendUnknownWindowS },
+        "sends of unknown outcome found at start: Meta's statuses get one window to name them before they are sent once more",
+      );
+    }
   }
+  const workers = runWorkers
+    ? await startWorkers(deps, {
+        connectionString: database.url,
+        concurrency: config.workerConcurrency,
+        log: app.log.child({ component: "jobs" }),
+        cron: options.cron,
+      })
+    : undefined;
+  // After the HTTP server stopped taking requests, together (10 s at most): running jobs finish,
+  // sends waiting for a slot are handed back to the queue, sends in flight finish and are recorded.
+  app.addHook("onClose", async () => {
+    await Promise.all([workers?.stop(), sends.close(10_000)]);
+    await sendRate.close();
+  });
 
   return app;
 }

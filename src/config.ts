@@ -103,6 +103,8 @@ const schema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   WORKERS: z.enum(["true", "false"], { message: "must be true or false" }).default("true"),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  SEND_UNKNOWN_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(120),
+  SEND_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(4096).default(512),
   // Messages never repeat the value: the URL may carry the SMTP password.
   SMTP_URL: z
     .string()
@@ -166,6 +168,10 @@ export interface Config {
   workers: boolean;
   /** Jobs one instance runs at once. */
   workerConcurrency: number;
+  /** How long a send whose outcome is unknown waits for Meta's status naming it before it is sent once more. */
+  sendUnknownWindowS: number;
+  /** Upstream sends one instance keeps in flight at once (the keep-alive agent's sockets). */
+  sendMaxInFlight: number;
   mail: MailConfig;
 }
 
@@ -229,6 +235,8 @@ export function loadConfig(
     mediaStore: mediaStoreConfig(e, dataDir),
     workers: e.WORKERS === "true",
     workerConcurrency: e.WORKER_CONCURRENCY,
+    sendUnknownWindowS: e.SEND_UNKNOWN_WINDOW_S,
+    sendMaxInFlight: e.SEND_MAX_IN_FLIGHT,
     mail: mailConfig(e),
   };
 }

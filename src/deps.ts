@@ -9,6 +9,7 @@ import type { Jobs } from "./jobs/drain.js";
 import type { Mailer } from "./mail/mailer.js";
 import type { MediaStore } from "./media/store.js";
 import type { TokenCipher } from "./messaging/crypto.js";
+import type { SendPipeline } from "./sending/pipeline.js";
 import type { GraphClient } from "./upstream/graph.js";
 
 /**
@@ -25,6 +26,8 @@ export interface AppDeps {
   revocations: Revocations;
   cipher: TokenCipher;
   graph: GraphClient;
+  /** This instance's upstream sends in flight, paced per number (src/sending). */
+  sends: SendPipeline;
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;

@@ -1,4 +1,5 @@
-import type { FastifyServerOptions } from "fastify";
+import { hostname } from "node:os";
+import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
 
 /** Query parameters whose values are logged; every other value is masked (it may be a token or a message text). */
 const KEPT_QUERY = new Set(["limit", "cursor", "after", "status", "hub.mode"]);
@@ -73,6 +74,37 @@ export function serializeError(error: unknown, depth = 0): unknown {
   }
   if (fields.cause instanceof Error && depth < 5) out.cause = serializeError(fields.cause, depth + 1);
   return out;
+}
+
+const LEVELS = { info: 30, warn: 40, error: 50, fatal: 60 } as const;
+
+/**
+ * One JSON log line shaped like pino's (level, time, pid, hostname, msg), for what is said before
+ * the service's logger exists (start-up, a failed start): every line of the log is JSON.
+ */
+export function logLine(level: keyof typeof LEVELS, msg: string, fields: Record<string, unknown> = {}) {
+  const line = {
+    level: LEVELS[level],
+    time: Date.now(),
+    pid: process.pid,
+    hostname: hostname(),
+    ...fields,
+    msg,
+  };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+/** Why the service could not start, in one sentence a person can act on; undefined when unknown. */
+export function startFailureText(error: unknown): string | undefined {
+  const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.code === "EADDRINUSE")
+    return `Port ${e.port ?? ""} is already in use${e.address ? ` on ${e.address}` : ""}: stop the other process or set PORT to a free port`.replace(
+      "Port  is",
+      "The port is",
+    );
+  if (e?.code === "EACCES" && e.syscall === "listen")
+    return `Not allowed to listen on port ${e.port ?? ""}: choose a port above 1023 with PORT`;
+  return undefined;
 }
 
 /**
@@ -197,6 +229,31 @@ export function loggerOptions(level: string): FastifyServerOptions["logger"] {
         redactValue(serializeError(error)) as { type: string; message: string; stack: string },
     },
   };
+}
+
+/**
+ * Fastify's request lines, one per request: "request completed" carries the request (method,
+ * URL) with the status and time; the arrival is a debug line; a 4xx the API answered says nothing
+ * more at info (the completed line has its status).
+ */
+export class OneLinePerRequest extends LogController {
+  override incomingRequest(request: FastifyRequest) {
+    if (this.isLogDisabled(request)) return;
+    request.log.debug({ req: request }, "incoming request");
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    if (this.isLogDisabled(request)) return;
+    const fields = { req: request, res: reply, responseTime: Math.round(reply.elapsedTime) };
+    if (error) reply.log.error({ ...fields, err: error }, "request errored");
+    else reply.log.info(fields, "request completed");
+  }
+
+  override defaultErrorLog(error: Error, request: FastifyRequest, reply: FastifyReply) {
+    if (this.isLogDisabled(request)) return;
+    if (reply.statusCode >= 500) reply.log.error({ req: request, res: reply, err: error }, error?.message);
+    else reply.log.debug({ res: reply, err: error }, error?.message);
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { connectDatabase, type Database } from "./db/client.js";
 import { StartupError } from "./db/data-dir-lock.js";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
-import { redactConsole } from "./logging.js";
+import { logLine, redactConsole, serializeError, startFailureText } from "./logging.js";
 
 /** How long in-flight requests may finish after SIGTERM before their connections are cut. */
 const DRAIN_MS = 10_000;
@@ -19,7 +19,7 @@ async function main() {
   const startedAt = performance.now();
   // Libraries that print to the console get the logs' redaction list too.
   redactConsole();
-  const config = loadConfig();
+  const config = loadConfig(process.env, (m) => logLine("warn", m));
 
   // What has been started so far, stopped in reverse order on a signal or a failed start.
   let embedded: EmbeddedPostgres | undefined;
@@ -60,7 +60,7 @@ async function main() {
     if (!databaseUrl) {
       embedded = await startEmbeddedPostgres({
         dataDir: config.dataDir,
-        log: { info: (m) => console.log(m), warn: (m) => console.warn(m) },
+        log: { info: (m) => logLine("info", m), warn: (m) => logLine("warn", m) },
       });
       databaseUrl = embedded.url;
     }
@@ -88,6 +88,9 @@ async function main() {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError || error instanceof StartupError ? error.message : error);
+  const known =
+    error instanceof ConfigError || error instanceof StartupError ? error.message : startFailureText(error);
+  if (known) logLine("fatal", known);
+  else logLine("fatal", "the service could not start", { err: serializeError(error) });
   process.exit(1);
 });

@@ -3,7 +3,10 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./app";
 import { NetworkError } from "./lib/api";
+import { applyTheme } from "./lib/theme";
 import "./styles.css";
+
+applyTheme();
 
 const client = new QueryClient({
   defaultOptions: {

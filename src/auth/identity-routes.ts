@@ -32,7 +32,7 @@ import {
   verifyEmailQuery,
 } from "./identity-docs.js";
 import { isBrowserRequest, ownOrigins } from "./origins.js";
-import { createSignInThrottle } from "./sign-in-throttle.js";
+import { createSignInThrottle, emailThrottleKey } from "./sign-in-throttle.js";
 
 interface IdentityRoute {
   method: "GET" | "POST";
@@ -362,7 +362,7 @@ export function registerIdentityRoutes(
     const started = Date.now();
     await mailThrottle.address.consume(`mail:address:${request.ip}`);
     const email = signInEmail(request);
-    if (email) await mailThrottle.email.consume(`mail:email:${email}`);
+    if (email) await mailThrottle.email.consume(`mail:email:${emailThrottleKey(email)}`);
     const answer = await forward(request, reply);
     const wait = MAIL_REQUEST_FLOOR_MS - (Date.now() - started);
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));

@@ -18,6 +18,7 @@ import {
   EMAIL_NOT_VERIFIED,
   getAccount,
   listMembers,
+  listPendingInvitations,
   removeMember,
   toAccountJson,
 } from "./tenancy.js";
@@ -156,6 +157,26 @@ export function registerTenancyRoutes(
           ),
       );
       return reply.code(201).send({ invitation });
+    },
+  );
+
+  app.get(
+    "/api/accounts/invitations",
+    docs({
+      tags: ["accounts"],
+      summary: "The caller's account's pending invitations (owner only): not accepted, not expired",
+      description:
+        "Each `{ id, email, expires_at, created_at }`, newest first; the link's token is never shown again.",
+      responses: {
+        200: "`{ invitations }`",
+        401: "Not signed in",
+        403: `${noAccount}, the caller is a member, or an API key`,
+      },
+    }),
+    async (request) => {
+      const caller = await sessions.require(request);
+      const accountId = requireOwner(caller);
+      return { invitations: await listPendingInvitations(db, accountId) };
     },
   );
 

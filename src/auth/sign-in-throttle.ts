@@ -50,6 +50,14 @@ export interface SignInThrottle {
  * The counters live in Redis with REDIS_URL, else in Postgres, so every
  * instance shares them. Emails are keyed by a hash, never stored in clear.
  */
+/**
+ * How a throttle names an email: a hash, so the counters' store (PostgreSQL or
+ * Redis) never holds the address, and any input (a NUL, a megabyte) makes a
+ * short, storable key.
+ */
+export const emailThrottleKey = (email: string) =>
+  createHash("sha256").update(email).digest("hex").slice(0, 40);
+
 export function createSignInThrottle(
   app: FastifyInstance,
   deps: Pick<AppDeps, "config" | "pool">,
@@ -77,7 +85,7 @@ export function createSignInThrottle(
           voided: () => give(addressFailures, addressKey),
         };
       }
-      const emailKey = createHash("sha256").update(rawEmail).digest("hex").slice(0, 40);
+      const emailKey = emailThrottleKey(rawEmail);
       const pairKey = `${emailKey}:${client}`;
 
       const failures = (await pairFailures.consume(pairKey)).consumedPoints;

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { and, asc, eq, gt, isNull, or } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, or } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { accountInvitations, accounts, conversations, profiles, users } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -68,6 +68,27 @@ export async function createInvitation(
     await mail(tx, { email: row.email, mailboxToken, expiresAt: row.expiresAt });
     return { id: row.id, email: row.email, token, expires_at: row.expiresAt };
   });
+}
+
+/** The account's invitations nobody has accepted yet and that have not expired, newest first (no token). */
+export async function listPendingInvitations(db: Db, accountId: string, now = new Date()) {
+  const rows = await db
+    .select({
+      id: accountInvitations.id,
+      email: accountInvitations.email,
+      expiresAt: accountInvitations.expiresAt,
+      createdAt: accountInvitations.createdAt,
+    })
+    .from(accountInvitations)
+    .where(
+      and(
+        eq(accountInvitations.accountId, accountId),
+        isNull(accountInvitations.acceptedAt),
+        gt(accountInvitations.expiresAt, now),
+      ),
+    )
+    .orderBy(desc(accountInvitations.createdAt));
+  return rows.map((r) => ({ id: r.id, email: r.email, expires_at: r.expiresAt, created_at: r.createdAt }));
 }
 
 /** The 403 of an invitation taken with the owner's token by a user whose email nobody has verified. */

@@ -18,7 +18,7 @@ export const AWAY_QUIET_AFTER_AGENT_MS = 5 * 60_000;
  * the send, so a repeated offer never sends twice. True when it was sent.
  */
 export async function sendAwayMessage(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "sends" | "now">,
   input: { accountId: string; conversationId: string },
 ): Promise<boolean> {
   const { db } = deps;

@@ -33,6 +33,17 @@ export const recipientsSql = (accountId: string, audience: Audience) => sql`
    where ${audienceWhere(accountId, audience)} and not c.opted_out and c.phone is not null
    order by c.phone, c.created_at, c.id`;
 
+/**
+ * The same recipients' contact ids only (the start's snapshot): the sort that
+ * keeps one contact per number then carries 16-byte ids instead of names and
+ * attributes.
+ */
+export const recipientIdsSql = (accountId: string, audience: Audience) => sql`
+  select distinct on (c.phone) c.id
+    from ${contacts} c
+   where ${audienceWhere(accountId, audience)} and not c.opted_out and c.phone is not null
+   order by c.phone, c.created_at, c.id`;
+
 export interface AudienceCounts {
   recipients: number;
   excluded: { opted_out: number; no_address: number; duplicate: number };

@@ -22,6 +22,7 @@ import {
   listRecipients,
   pauseCampaignByOwner,
   previewCampaign,
+  previewDraft,
   RECIPIENT_PAGE_MAX,
   resumeCampaign,
   retryFailed,
@@ -118,6 +119,13 @@ const patchBody = z
     parameters: parametersSchema.optional(),
     audience: audienceSchema.optional(),
     scheduled_at: scheduledAt.optional(),
+  })
+  .strict();
+const draftPreviewBody = z
+  .object({
+    template: templateSchema.optional(),
+    parameters: parametersSchema.optional(),
+    audience: audienceSchema,
   })
   .strict();
 const testBody = z
@@ -286,6 +294,27 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
       return previewCampaign(db, accountId, request.params.id);
+    },
+  );
+
+  app.post(
+    "/api/campaigns/preview",
+    docs({
+      tags: TAGS,
+      summary: "Preview a draft not saved yet: who it would reach, who it leaves out, three messages",
+      description:
+        "For the wizard's live count: nothing is stored. `audience` as on create (required); `template` and `parameters` optional. Answers like `GET /api/campaigns/{id}/preview`, plus `template_problem`: when the template or its parameters are not usable yet (the text names what), `samples` is empty and the counts are still given; null otherwise.",
+      body: draftPreviewBody,
+      responses: {
+        200: "`{ recipients, excluded, samples, template_problem }`",
+        400: "Invalid JSON or a bad audience field (named), an unknown contact id",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+      },
+    }),
+    async (request) => {
+      const accountId = requireAccount(await sessions.require(request));
+      return previewDraft(db, accountId, parse(draftPreviewBody, readJsonObject(request)));
     },
   );
 

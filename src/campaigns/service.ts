@@ -14,7 +14,7 @@ import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { startConversation } from "../inbox/start.js";
 import { channelFor } from "../messaging/channel.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
-import { type Audience, countAudience, recipientsSql } from "./audience.js";
+import { type Audience, countAudience, recipientIdsSql, recipientsSql } from "./audience.js";
 import { type CampaignRow, campaignUpdated, countsOf, queuedCounts, toCampaignJson } from "./events.js";
 import {
   type CampaignParameters,
@@ -240,26 +240,69 @@ export async function previewCampaign(db: Db, accountId: string, id: string) {
   const row = await findCampaign(db, accountId, id);
   const audience = row.audience as Audience;
   const counts = await countAudience(db, accountId, audience);
-  const { shape, filled } = await checkCampaignTemplate(db, accountId, {
+  const checked = await checkCampaignTemplate(db, accountId, {
     template: { name: row.templateName, language: row.templateLanguage },
     parameters: row.parameters as CampaignParameters,
   });
+  return { ...counts, samples: await samplesOf(db, accountId, audience, checked) };
+}
+
+/**
+ * The preview of a draft not saved yet (the wizard asks it as the audience is
+ * edited): the audience is checked (400 naming the field); the template, when
+ * given, only decides the samples, so a mapping still being typed leaves
+ * `samples` empty and says why in `template_problem` instead of failing the count.
+ */
+export async function previewDraft(
+  db: Db,
+  accountId: string,
+  input: {
+    audience: Audience;
+    template?: { name: string; language: string };
+    parameters?: CampaignParameters;
+  },
+) {
+  await audienceProblem(db, accountId, input.audience);
+  const counts = await countAudience(db, accountId, input.audience);
+  if (!input.template) return { ...counts, samples: [], template_problem: null };
+  try {
+    const checked = await checkCampaignTemplate(db, accountId, {
+      template: input.template,
+      parameters: input.parameters ?? {},
+    });
+    return {
+      ...counts,
+      samples: await samplesOf(db, accountId, input.audience, checked),
+      template_problem: null,
+    };
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    return { ...counts, samples: [], template_problem: error.message };
+  }
+}
+
+/** Three recipients' messages as they would be sent. */
+async function samplesOf(
+  db: Db,
+  accountId: string,
+  audience: Audience,
+  { shape, filled }: { shape: TemplateShape; filled: FilledParameters },
+) {
   const { rows } = await db.execute<{
     id: string;
     name: string | null;
     phone: string | null;
     attributes: unknown;
   }>(sql`select * from (${recipientsSql(accountId, audience)}) r order by r.id limit 3`);
-  const samples = rows.map((r) => {
+  return rows.map((r) => {
     const rendered = renderForContact(shape, filled, contactOf(r));
     return { contact_id: r.id, name: r.name, phone: r.phone, text: rendered.text, missing: rendered.missing };
   });
-  return { ...counts, samples };
 }
 
 /** Sends the campaign's message to one number now (a test, not a recipient), into that number's conversation. */
 export async function testCampaign(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "sends" | "now">,
   input: { accountId: string; userId: string; id: string; phone: string },
 ) {
   const row = await findCampaign(deps.db, input.accountId, input.id);
@@ -332,7 +375,7 @@ export async function startCampaign(
     await tx.execute(sql`set local work_mem = '64MB'`);
     const { rowCount } = await tx.execute(sql`
       insert into ${campaignRecipients} (campaign_id, contact_id)
-      select ${id}::uuid, r.id from (${recipientsSql(accountId, row.audience as Audience)}) r order by r.id`);
+      select ${id}::uuid, r.id from (${recipientIdsSql(accountId, row.audience as Audience)}) r order by r.id`);
     if (!rowCount) throw new ApiError(400, "audience: matches no contact that can be sent to");
     const scheduled = row.scheduledAt !== null;
     const [updated] = await tx
@@ -347,9 +390,10 @@ export async function startCampaign(
       .returning();
     await enqueueCampaignSends(tx, id, row.scheduledAt);
     await campaignUpdated(tx, id, queuedCounts(rowCount));
-    return updated as CampaignRow;
+    return { row: updated as CampaignRow, total: rowCount };
   });
-  return campaignJson(deps.db, started);
+  // The counts as of the commit (every recipient queued), known without counting 100,000 rows again.
+  return toCampaignJson(started.row, queuedCounts(started.total));
 }
 
 export async function pauseCampaignByOwner(db: Db, accountId: string, id: string) {

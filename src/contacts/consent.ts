@@ -19,7 +19,7 @@ import { setOptedOut } from "./contacts.js";
  * second reply.
  */
 export async function applyConsentKeyword(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now" | "log">,
+  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now" | "log" | "sends">,
   message: InboundMessageStored,
 ): Promise<boolean> {
   // Keywords are at most 64 characters (settings): a longer text needs no look at them.

@@ -121,10 +121,11 @@ export async function countConversations(db: Db, input: { accountId: string; use
       closed: sql<number>`count(*) filter (where ${conversations.status} = 'closed')::int`,
       mine: sql<number>`count(*) filter (where ${conversations.status} <> 'closed' and ${conversations.assignedTo} = ${input.userId})::int`,
       unassigned: sql<number>`count(*) filter (where ${conversations.status} <> 'closed' and ${conversations.assignedTo} is null)::int`,
+      unread: sql<number>`count(*) filter (where ${conversations.status} <> 'closed' and ${conversations.unreadCount} > 0)::int`,
     })
     .from(conversations)
     .where(eq(conversations.accountId, input.accountId));
-  return row ?? { open: 0, pending: 0, closed: 0, mine: 0, unassigned: 0 };
+  return row ?? { open: 0, pending: 0, closed: 0, mine: 0, unassigned: 0, unread: 0 };
 }
 
 /** The conversation as the API shows it (contact and last message), or null. */

@@ -17,6 +17,7 @@ import { prepareTemplateSend } from "../templates/service.js";
 import {
   countConversations,
   findConversation,
+  getConversationJson,
   listConversations,
   listMessages,
   updateConversation,
@@ -131,10 +132,11 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     docs({
       tags: TAGS,
       summary:
-        "How many conversations are open, pending and closed, and how many open ones are yours or nobody's",
-      description: "`mine` and `unassigned` count conversations that are not closed.",
+        "How many conversations are open, pending and closed, and how many open ones are yours, nobody's or unread",
+      description:
+        "`mine`, `unassigned` and `unread` (with customer messages not yet read) count conversations that are not closed.",
       responses: {
-        200: "`{ open, pending, closed, mine, unassigned }`",
+        200: "`{ open, pending, closed, mine, unassigned, unread }`",
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
@@ -143,6 +145,28 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);
       return countConversations(db, { accountId, userId: caller.userId });
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    "/api/conversations/:id",
+    docs({
+      tags: TAGS,
+      summary: "One conversation, with its contact and last message",
+      description: "The same shape as an item of the list: what a thread header shows.",
+      params: idParams,
+      responses: {
+        200: "`{ conversation }`",
+        401: "Not signed in",
+        403: "The caller's profile has no account",
+        404: "Not found",
+      },
+    }),
+    async (request) => {
+      const accountId = requireAccount(await sessions.require(request));
+      const conversation = await getConversationJson(db, accountId, request.params.id);
+      if (!conversation) throw notFound();
+      return { conversation };
     },
   );
 

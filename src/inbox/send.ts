@@ -1,9 +1,10 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, type SQL, sql } from "drizzle-orm";
 import { stepBackForAgent } from "../bots/automation.js";
 import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
+import type { MessageStatus } from "../db/schema/inbox.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
@@ -85,7 +86,7 @@ export async function insertPendingMessage(
  * message's payload, `text` being what the inbox shows).
  */
 export async function sendAgentText(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "sends" | "now">,
   input: {
     accountId: string;
     userId: string | null;
@@ -100,7 +101,11 @@ export async function sendAgentText(
 ) {
   const { db } = deps;
   const [config] = await db
-    .select({ phoneNumberId: messagingConfigs.phoneNumberId, accessToken: messagingConfigs.accessToken })
+    .select({
+      phoneNumberId: messagingConfigs.phoneNumberId,
+      accessToken: messagingConfigs.accessToken,
+      messagesPerSecond: messagingConfigs.messagesPerSecond,
+    })
     .from(messagingConfigs)
     .where(eq(messagingConfigs.accountId, input.accountId));
   if (!config) throw new ApiError(400, "The messaging channel is not configured for this account");
@@ -134,7 +139,9 @@ export async function sendAgentText(
     });
   }
 
-  const store = async (update: Partial<typeof messages.$inferInsert>) => {
+  const store = async (
+    update: { [K in keyof typeof messages.$inferInsert]?: (typeof messages.$inferInsert)[K] | SQL },
+  ) => {
     const [row] = await db
       .update(messages)
       .set({ ...update, updatedAt: deps.now() })
@@ -142,15 +149,25 @@ export async function sendAgentText(
       .returning();
     return toMessageJson(row ?? pending);
   };
-  let sent: Awaited<ReturnType<typeof deps.graph.sendMessage>>;
-  try {
-    sent = await deps.graph.sendMessage(
-      token,
-      config.phoneNumberId,
-      to,
-      input.outbound ?? { type: "text", text: { body: input.text } },
-    );
-  } catch (error) {
+  // Through the number's send pipeline: paced at its messages_per_second, ahead of campaign sends.
+  const sent = await deps.sends.send({
+    messageId: pending.id,
+    phoneNumberId: config.phoneNumberId,
+    token,
+    to,
+    message: input.outbound ?? { type: "text", text: { body: input.text } },
+    limit: config.messagesPerSecond,
+    priority: "customer",
+  });
+  if (sent.kind === "released") {
+    const message = await store({
+      status: "failed",
+      error: { message: "Not sent: the service was shutting down" },
+    });
+    throw new ApiError(503, "The service is shutting down: the message was not sent", { message });
+  }
+  if (sent.kind === "error") {
+    const { error } = sent;
     if (!(error instanceof GraphApiError)) {
       await store({ status: "failed", error: { message: "The message could not be sent" } });
       throw error;
@@ -158,6 +175,10 @@ export async function sendAgentText(
     const message = await store({ status: "failed", error: error.toJSON() });
     throw new ApiError(502, error.message, { message });
   }
-  await adoptWhatsAppId(db, { conversationId: input.conversationId, waId: sent.waId });
-  return store({ messageId: sent.messageId, status: "sent" });
+  await adoptWhatsAppId(db, { conversationId: input.conversationId, waId: sent.sent.waId });
+  // A status webhook naming it (by its callback data) may have moved it on already.
+  return store({
+    messageId: sent.sent.messageId,
+    status: sql<MessageStatus>`case when ${messages.status} = 'pending' then 'sent' else ${messages.status} end`,
+  });
 }

@@ -17,7 +17,7 @@ import { sendAgentText } from "./send.js";
  * Every check that can fail runs before the contact is written.
  */
 export async function startConversation(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "sends" | "now">,
   input: { accountId: string; userId: string; phone: string; name?: string; template: TemplateRequest },
 ) {
   const digits = toUpstreamPhone(input.phone);

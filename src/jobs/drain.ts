@@ -8,7 +8,8 @@ export interface Jobs {
   drain(options?: { timeoutMs?: number }): Promise<void>;
 }
 
-export function createJobs(pool: pg.Pool): Jobs {
+/** `sends`: the instance's send pipeline, whose sends in flight count as busy too. */
+export function createJobs(pool: pg.Pool, sends?: { idle(): boolean }): Jobs {
   return {
     async drain({ timeoutMs = 20_000 } = {}) {
       const deadline = Date.now() + timeoutMs;
@@ -21,7 +22,7 @@ export function createJobs(pool: pg.Pool): Jobs {
               where locked_at is not null or (run_at <= now() and attempts < max_attempts)
            ) as busy`,
         );
-        quiet = rows[0]?.busy ? 0 : quiet + 1;
+        quiet = rows[0]?.busy || (sends && !sends.idle()) ? 0 : quiet + 1;
         if (quiet < 2) {
           if (Date.now() > deadline) throw new Error(`background jobs still busy after ${timeoutMs} ms`);
           await new Promise((resolve) => setTimeout(resolve, 15));

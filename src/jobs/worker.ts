@@ -210,7 +210,8 @@ function wrap(task: Task, deps: AppDeps, followUps: FollowUpOptions): TaskList[s
 
 function graphileLogger(log: WorkerOptions["log"]) {
   return new Logger(() => (level, message, meta) => {
-    const fields = { ...(meta ?? {}), component: "jobs" };
+    // The logger given is the jobs' child logger: it says `component` already (once).
+    const fields = { ...(meta ?? {}) };
     if (level === "error") log.error(fields, message);
     else if (level === "warning") log.warn(fields, message);
     else if (level === "info") log.info(fields, message);

@@ -37,6 +37,15 @@ const configBody = z.object({
     .regex(/^[0-9]{6}$/)
     .nullish()
     .describe("Two-step verification PIN (6 digits), needed to register the number"),
+  messages_per_second: z
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe(
+      "The number's send rate across all instances (default 80, Meta's default; up to 1,000 after Meta's upgrade); kept when omitted",
+    ),
 });
 
 interface SaveInput {
@@ -45,6 +54,8 @@ interface SaveInput {
   businessAccountId: string | null;
   verifyToken: string | null;
   pin: string | null;
+  /** Undefined: keep the stored rate (80 for a new channel). */
+  messagesPerSecond: number | undefined;
 }
 
 export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDeps) {
@@ -242,6 +253,7 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
           subscribedAppsAt,
           lastRegistrationError: registrationError,
           updatedAt: now,
+          ...(input.messagesPerSecond === undefined ? {} : { messagesPerSecond: input.messagesPerSecond }),
         });
       } catch (error) {
         if (error instanceof PhoneNumberTakenError) throw new ApiError(409, error.message);
@@ -354,7 +366,18 @@ function readSaveInput(request: FastifyRequest): SaveInput {
   for (const [field, problem] of problems) {
     if (problem) throw new ApiError(400, `${field}: ${problem}`);
   }
-  return { phoneNumberId, accessToken, businessAccountId, verifyToken, pin: pin ? (pin as string) : null };
+  const rate = body.messages_per_second;
+  if (rate !== undefined && !(Number.isInteger(rate) && (rate as number) >= 1 && (rate as number) <= 1000)) {
+    throw new ApiError(400, "messages_per_second must be a whole number from 1 to 1000");
+  }
+  return {
+    phoneNumberId,
+    accessToken,
+    businessAccountId,
+    verifyToken,
+    pin: pin ? (pin as string) : null,
+    messagesPerSecond: rate as number | undefined,
+  };
 }
 
 const ACCESS_TOKEN_MAX_LENGTH = 4096;

@@ -66,6 +66,8 @@ export interface StoredConfig {
   subscribedAppsAt: Date | null;
   lastRegistrationError: string | null;
   updatedAt: Date;
+  /** Left out: kept as stored (80 for a new channel). */
+  messagesPerSecond?: number;
 }
 
 /**
@@ -104,6 +106,7 @@ export function toConfigJson(row: MessagingConfigRow) {
     registered_at: iso(row.registeredAt),
     subscribed_apps_at: iso(row.subscribedAppsAt),
     last_registration_error: row.lastRegistrationError,
+    messages_per_second: row.messagesPerSecond,
     updated_at: iso(row.updatedAt),
   };
 }

@@ -91,10 +91,10 @@ export function readReactionInput(request: FastifyRequest): ReactionInput {
 
 /** Steps 5 to 11: look the message up in the caller's account, send upstream, mirror locally. */
 export async function reactToMessage(
-  deps: Pick<AppDeps, "db" | "cipher" | "graph" | "now">,
+  deps: Pick<AppDeps, "db" | "cipher" | "sends" | "now">,
   input: ReactionInput & { accountId: string; userId: string },
 ): Promise<void> {
-  const { db, cipher, graph } = deps;
+  const { db, cipher, sends } = deps;
   const { accountId, userId, emoji } = input;
 
   // One round trip for every lookup; the checks below keep the spec's order.
@@ -108,6 +108,7 @@ export async function reactToMessage(
           phone: contacts.phone,
           phoneNumberId: messagingConfigs.phoneNumberId,
           accessToken: messagingConfigs.accessToken,
+          messagesPerSecond: messagingConfigs.messagesPerSecond,
         })
         .from(messages)
         .leftJoin(
@@ -131,12 +132,19 @@ export async function reactToMessage(
   }
 
   const accessToken = cipher.decrypt(target.accessToken);
-  try {
-    await graph.sendMessage(accessToken, target.phoneNumberId, to, {
-      type: "reaction",
-      reaction: { message_id: target.upstreamId, emoji },
-    });
-  } catch (error) {
+  // Through the number's send pipeline: paced at its messages_per_second, ahead of campaign sends.
+  const sent = await sends.send({
+    messageId: null,
+    phoneNumberId: target.phoneNumberId,
+    token: accessToken,
+    to,
+    message: { type: "reaction", reaction: { message_id: target.upstreamId, emoji } },
+    limit: target.messagesPerSecond ?? 80,
+    priority: "customer",
+  });
+  if (sent.kind === "released") throw new ApiError(503, "The service is shutting down: try again");
+  if (sent.kind === "error") {
+    const { error } = sent;
     if (error instanceof GraphApiError) {
       throw withCause(new ApiError(502, `WhatsApp did not accept the reaction: ${error.message}`), error);
     }

@@ -52,6 +52,8 @@ export interface StatusUpdate {
   /** Meta's first error for a failed message: { code, title, message, details }. */
   error: Record<string, unknown> | null;
   timestamp: Date | null;
+  /** Meta's echo of our `biz_opaque_callback_data`: the id of our message, when we sent one. */
+  callbackData: string | null;
 }
 
 export interface WebhookChange {
@@ -308,6 +310,7 @@ function readStatus(status: unknown): StatusUpdate | string {
     status: status.status as UpstreamStatus,
     error,
     timestamp: readTimestamp(status.timestamp),
+    callbackData: str(status.biz_opaque_callback_data),
   };
 }
 

@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { isBsuid } from "../contacts/identity.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
@@ -13,6 +13,7 @@ import {
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
 import { addJob } from "../jobs/queue.js";
 import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
+import { SETTLE_SEND_TASK } from "../sending/names.js";
 import { applyTemplateStatus } from "../templates/service.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
@@ -314,7 +315,7 @@ async function storeReaction(
 
 /** Moves an outbound message forward (see STATUS_PREDECESSORS); stale or unknown updates change nothing. */
 async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, now: Date) {
-  await tx
+  const applied = await tx
     .update(messages)
     .set({
       status: update.status,
@@ -328,8 +329,40 @@ async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, 
         eq(messages.direction, "outbound"),
         inArray(messages.status, STATUS_PREDECESSORS[update.status]),
       ),
-    );
+    )
+    .returning({ id: messages.id });
+  if (applied.length > 0 || !update.callbackData || !UUID.test(update.callbackData)) return;
+  // A send whose answer we never recorded (a timeout, a dropped connection, a crash):
+  // Meta's status names it by our id. It was sent: recorded now with Meta's id, and its
+  // settle job runs at once to move its run on (instead of sending it once more).
+  const named = await tx
+    .update(messages)
+    .set({
+      messageId: update.upstreamId,
+      status: update.status,
+      ...(update.status === "failed" ? { error: update.error ?? { message: "Delivery failed" } } : {}),
+      updatedAt: now,
+    })
+    .where(
+      and(
+        eq(messages.id, update.callbackData),
+        eq(messages.accountId, accountId),
+        eq(messages.direction, "outbound"),
+        isNull(messages.messageId),
+        eq(messages.status, "pending"),
+      ),
+    )
+    .returning({ id: messages.id });
+  if (named.length === 0) return;
+  await addJob(
+    tx,
+    SETTLE_SEND_TASK,
+    { messageId: update.callbackData },
+    { jobKey: `${SETTLE_SEND_TASK}:${update.callbackData}`, maxAttempts: 5 },
+  );
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Template status changes, routed by business account id to every account

@@ -1,15 +1,66 @@
 /**
- * The `{{n}}` placeholders of a WhatsApp template and the parameters a send
- * gives them. Pure; shared by the product's checks and the sandbox, which
- * checks sends the way Meta does.
+ * The placeholders of a WhatsApp template, positional `{{1}}` or named
+ * `{{first_name}}`, and the parameters a send gives them (named ones with
+ * Meta's `parameter_name`). Pure; shared by the product's checks and the
+ * sandbox, which checks sends the way Meta does.
  */
 
-const PLACEHOLDER = /\{\{\s*(\d+)\s*\}\}/g;
+const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g;
 
-/** How many distinct `{{n}}` placeholders a text holds. */
+const isPositional = (key: string) => /^\d+$/.test(key);
+
+/** The distinct placeholders of a text, in order of first appearance. */
+export function placeholderKeys(text: unknown): string[] {
+  if (typeof text !== "string") return [];
+  return [...new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1] as string))];
+}
+
+/** How many distinct placeholders (`{{n}}` or named) a text holds. */
 export function placeholderCount(text: unknown): number {
-  if (typeof text !== "string") return 0;
-  return new Set([...text.matchAll(PLACEHOLDER)].map((m) => m[1])).size;
+  return placeholderKeys(text).length;
+}
+
+/** The names of a text's named placeholders (none for a positional text). */
+function namedKeys(text: unknown): string[] {
+  const keys = placeholderKeys(text);
+  return keys.some((k) => !isPositional(k)) ? keys : [];
+}
+
+/** The named placeholders of each component of a template, keyed as in expectedParameters. */
+export function expectedNames(components: Array<Record<string, unknown>>): Map<string, string[]> {
+  const names = new Map<string, string[]>();
+  for (const component of components) {
+    const type = String(component.type ?? "").toUpperCase();
+    const format = String(component.format ?? "TEXT").toUpperCase();
+    const keys = type === "BODY" || (type === "HEADER" && format === "TEXT") ? namedKeys(component.text) : [];
+    if (keys.length) names.set(type.toLowerCase(), keys);
+  }
+  return names;
+}
+
+/**
+ * What is wrong with the `parameter_name`s a send gives a template's named
+ * placeholders: each parameter of a named component names one of them, once.
+ */
+export function nameMismatch(expected: Map<string, string[]>, components: unknown): string | null {
+  if (!Array.isArray(components)) return null;
+  for (const raw of components) {
+    const c = (raw ?? {}) as Record<string, unknown>;
+    const key = String(c.type ?? "").toLowerCase();
+    const names = expected.get(key);
+    if (!names || !Array.isArray(c.parameters)) continue;
+    const seen = new Set<string>();
+    for (const p of c.parameters as Array<Record<string, unknown>>) {
+      const name = p?.parameter_name;
+      if (typeof name !== "string" || name === "") {
+        return `${key} has named placeholders: each parameter needs parameter_name (one of ${names.join(", ")})`;
+      }
+      if (!names.includes(name)) return `${key} has no placeholder named "${name}"`;
+      if (seen.has(name)) return `${key} parameter_name "${name}" is given twice`;
+      seen.add(name);
+    }
+  }
+  return null;
 }
 
 /**
@@ -64,14 +115,20 @@ export function parameterMismatch(expected: Map<string, number>, given: Map<stri
   return null;
 }
 
-/** The body text with the parameters filled in, as the customer reads it. */
+/**
+ * The body text with the parameters filled in, as the customer reads it:
+ * `{{n}}` from `parameters` in order, a named placeholder from `named`.
+ */
 export function renderTemplateBody(
   components: Array<Record<string, unknown>>,
   parameters: string[],
+  named: Record<string, string> = {},
 ): string | null {
   const body = components.find((c) => String(c.type ?? "").toUpperCase() === "BODY");
   if (!body || typeof body.text !== "string") return null;
-  return body.text.replace(PLACEHOLDER, (whole, n: string) => parameters[Number(n) - 1] || whole);
+  return body.text.replace(PLACEHOLDER, (whole, key: string) =>
+    isPositional(key) ? parameters[Number(key) - 1] || whole : named[key] || whole,
+  );
 }
 
 /** Templates are keyed by name and language together, as Meta keys them. */
@@ -93,7 +150,9 @@ export function templateProblem(
   if (template.status !== "APPROVED") return `${label} is ${template.status}, not APPROVED`;
   const given = givenParameters(request.components);
   if (typeof given === "string") return `${label}: ${given}`;
-  const mismatch = parameterMismatch(expectedParameters(template.components), given);
+  const mismatch =
+    parameterMismatch(expectedParameters(template.components), given) ??
+    nameMismatch(expectedNames(template.components), request.components);
   return mismatch ? `${label}: component ${mismatch}` : null;
 }
 
@@ -114,4 +173,18 @@ export function bodyParameterTexts(
   return components
     .filter((c) => c.type.toLowerCase() === "body")
     .flatMap((c) => c.parameters.map((p) => parameterText(p) ?? ""));
+}
+
+/** The named body parameters of a send's components (`parameter_name` to what the customer reads). */
+export function bodyParameterNames(
+  components: Array<{ type: string; parameters: Array<Record<string, unknown>> }>,
+): Record<string, string> {
+  const named: Record<string, string> = {};
+  for (const c of components) {
+    if (c.type.toLowerCase() !== "body") continue;
+    for (const p of c.parameters) {
+      if (typeof p.parameter_name === "string") named[p.parameter_name] = parameterText(p) ?? "";
+    }
+  }
+  return named;
 }

@@ -6,6 +6,7 @@ import { ApiError } from "../http/errors.js";
 import { channelFor } from "../messaging/channel.js";
 import { GraphApiError, type TemplateComponentParameters } from "../upstream/graph.js";
 import {
+  bodyParameterNames,
   bodyParameterTexts,
   renderTemplateBody,
   type StoredTemplate,
@@ -166,8 +167,11 @@ export async function prepareTemplateSend(db: DbOrTx, accountId: string, request
   const problem = templateProblem(template, request);
   if (problem) throw new ApiError(400, problem);
   const text =
-    renderTemplateBody(template?.components ?? [], bodyParameterTexts(request.components ?? [])) ??
-    request.name;
+    renderTemplateBody(
+      template?.components ?? [],
+      bodyParameterTexts(request.components ?? []),
+      bodyParameterNames(request.components ?? []),
+    ) ?? request.name;
   return {
     outbound: {
       type: "template" as const,

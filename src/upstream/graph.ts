@@ -149,12 +149,17 @@ export interface GraphClient {
   getPhoneNumber(accessToken: string, phoneNumberId: string): Promise<PhoneInfo>;
   registerPhoneNumber(accessToken: string, phoneNumberId: string, pin: string): Promise<void>;
   subscribeApp(accessToken: string, businessAccountId: string): Promise<void>;
-  /** `to` must already be digits only (see toUpstreamPhone). */
+  /**
+   * `to` must already be digits only (see toUpstreamPhone). `callbackData`
+   * (our message id) goes as Meta's `biz_opaque_callback_data`, which Meta
+   * echoes in the message's status webhooks.
+   */
   sendMessage(
     accessToken: string,
     phoneNumberId: string,
     to: string,
     message: OutboundMessage,
+    options?: { callbackData?: string },
   ): Promise<SentMessage>;
   /** Every template of a business account, following Meta's pages. */
   listTemplates(accessToken: string, businessAccountId: string): Promise<UpstreamTemplate[]>;
@@ -310,13 +315,14 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       const json = await call("POST", `/${seg(businessAccountId)}/subscribed_apps`, accessToken);
       expectSuccess(json);
     },
-    async sendMessage(accessToken, phoneNumberId, to, message) {
+    async sendMessage(accessToken, phoneNumberId, to, message, sendOptions = {}) {
       const json = await call("POST", `/${seg(phoneNumberId)}/messages`, accessToken, {
         messaging_product: "whatsapp",
         recipient_type: "individual",
         // A customer known only by their BSUID is addressed with `recipient`.
         ...(isBsuid(to) ? { recipient: to } : { to }),
         ...message,
+        ...(sendOptions.callbackData ? { biz_opaque_callback_data: sendOptions.callbackData } : {}),
       });
       const first = (json.messages as Array<{ id?: unknown }> | undefined)?.[0];
       if (typeof first?.id !== "string") {
@@ -474,11 +480,20 @@ const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENET
 
 // Keep-alive agents shared by every client: one connection pool per protocol.
 // (node:http rather than fetch: fetch's machinery costs tens of MB of memory
-// under load for what is a small JSON request.)
+// under load for what is a small JSON request.) Sized for the send pipeline's
+// sends in flight (setUpstreamSockets, from SEND_MAX_IN_FLIGHT).
 const agents = {
-  "http:": new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  "https:": new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  "http:": new http.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64 }),
+  "https:": new https.Agent({ keepAlive: true, maxSockets: 64, maxFreeSockets: 64 }),
 };
+
+/** Lets this many upstream requests be in flight at once (besides a few for other calls), kept alive. */
+export function setUpstreamSockets(count: number) {
+  for (const agent of Object.values(agents)) {
+    agent.maxSockets = Math.max(64, count + 16);
+    agent.maxFreeSockets = Math.max(64, count + 16);
+  }
+}
 
 /**
  * One HTTP exchange with a deadline covering connect, answer and body: a body

@@ -243,7 +243,78 @@ describe("preview", () => {
   });
 });
 
+describe("previewing a draft not saved yet", () => {
+  it("counts the audience as edited, with exclusions, and samples once the template is mapped", async () => {
+    const b = await ready();
+    await addContacts(s.t, b.accountId, 4, { tags: ["vip"], attributes: { product: "tea" } });
+    await addContacts(s.t, b.accountId, 1, { tags: ["vip"], optedOut: true });
+    await addContacts(s.t, b.accountId, 3, { tags: ["other"] });
+    const preview = (body: unknown) => api(b.user.headers, "POST", "/api/campaigns/preview", body);
+
+    const vip = await preview({ audience: { tags_any: ["vip"] } });
+    expect(vip.statusCode, vip.body).toBe(200);
+    expect(vip.json()).toEqual({
+      recipients: 4,
+      excluded: { opted_out: 1, no_address: 0, duplicate: 0 },
+      samples: [],
+      template_problem: null,
+    });
+    expect((await preview({ audience: {} })).json().recipients).toBe(7);
+
+    // A mapping still being typed: the count stands, the samples wait and say why.
+    const half = await preview({
+      audience: { tags_any: ["vip"] },
+      template: { name: "restock", language: "en_US" },
+      parameters: { body: ["{{contact.name}}"] },
+    });
+    expect(half.statusCode).toBe(200);
+    expect(half.json()).toMatchObject({ recipients: 4, samples: [] });
+    expect(half.json().template_problem).toMatch(/parameters.body: .*expects 2 values, got 1/);
+    const full = await preview({ ...restock({ audience: { tags_any: ["vip"] } }), name: undefined });
+    expect(full.json().template_problem).toBeNull();
+    expect(full.json().samples[0].text).toMatch(/^Hi Customer \d+, the tea you wanted is back\.$/);
+
+    const bad = await preview({ audience: { tags_any: "vip" } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error).toMatch(/audience\.tags_any/);
+    expect(await rowsOf("campaigns", b.accountId)).toBe(0);
+  });
+});
+
 describe("running a campaign", () => {
+  it("sends a named-placeholder template through the sandbox with parameter_name, and completes", async () => {
+    const b = await ready();
+    await addContacts(s.t, b.accountId, 3, { attributes: { city: "Porto" } });
+    const campaign = await created(b, {
+      name: "Named",
+      template: { name: "named_offer", language: "en_US" },
+      parameters: {
+        body: { first_name: "{{contact.name|friend}}", city: "{{contact.attributes.city|your}}" },
+      },
+      audience: {},
+    });
+    const started = await api(b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
+    expect(started.statusCode, started.body).toBe(200);
+    await s.t.app.deps.jobs.drain();
+
+    const done = await get(b, campaign.id);
+    expect(done.counts).toMatchObject({ total: 3, sent: 3, failed: 0 });
+    expect(done.status).toBe("completed");
+    expect((sends()[0]?.body as Json)?.template.components).toEqual([
+      {
+        type: "body",
+        parameters: [
+          { type: "text", parameter_name: "first_name", text: expect.stringMatching(/^Customer \d$/) },
+          { type: "text", parameter_name: "city", text: "Porto" },
+        ],
+      },
+    ]);
+    const sent = await s.t.database.db.execute<{ text: string }>(sql`
+      select m.text from campaign_recipients r join messages m on m.id = r.message_id
+       where r.campaign_id = ${campaign.id} order by r.contact_id limit 1`);
+    expect(sent.rows[0]?.text).toMatch(/^Hello Customer \d, Porto store opens soon\.$/);
+  });
+
   it("answers 400 for an audience that matches nobody, leaving a draft without recipients", async () => {
     const b = await ready();
     const campaign = await created(b, restock({ audience: { tags_any: ["nobody"] } }));

@@ -90,15 +90,27 @@ describe.skipIf("missing" in chromiumFound)(
       await expect(page.getByTestId("rendered-preview").textContent()).resolves.toBe(
         "Hi Ada, the drink you wanted is back.",
       );
+      // The count follows the audience as it is typed, before anything is saved.
+      await page.getByTestId("recipient-count").filter({ hasText: "218 recipients" }).waitFor();
       await page.getByLabel("Has any of these tags").fill("vip");
-      await page.getByRole("button", { name: "Save draft and count" }).click();
       await page.getByTestId("recipient-count").filter({ hasText: "198 recipients" }).waitFor();
       await page.getByText("Left out: 2 opted out, 0 without a number, 0 duplicates.").waitFor();
+      await page.getByLabel("Attributes equal").fill("product=flat white");
+      await page.getByTestId("recipient-count").filter({ hasText: "0 recipients" }).waitFor();
+      await page.getByLabel("Attributes equal").fill("product=oat latte");
+      await page.getByTestId("recipient-count").filter({ hasText: "198 recipients" }).waitFor();
       await page
         .getByText(/^Guest \d+: Hi Guest \d+, the oat latte you wanted is back\.$/)
         .first()
         .waitFor();
+      const { rows: drafts } = await stack.t.database.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from campaigns`,
+      );
+      expect(drafts[0]?.n).toBe(0);
+      await page.getByTestId("recipient-count").scrollIntoViewIfNeeded();
       await shot("campaign-wizard-1280");
+      await page.getByRole("button", { name: "Save draft" }).click();
+      await page.getByText("Draft saved").waitFor();
 
       await page.getByLabel("Test number").fill("+1 555 010 0999");
       await page.getByRole("button", { name: "Send test" }).click();
@@ -130,6 +142,22 @@ describe.skipIf("missing" in chromiumFound)(
       await stack.customer(first.wa, "Guest").status({ messageId: first.message_id, status: "read" });
       await page.getByTestId("count-read").filter({ hasText: "1" }).waitFor();
 
+      // Past the first 100: "Load more" follows the cursor, with and without the status filter.
+      const rowCount = (n: number) =>
+        page.waitForFunction((want) => document.querySelectorAll("tbody tr").length === want, n);
+      await rowCount(100);
+      await page.getByTestId("recipients-shown").filter({ hasText: "100 shown" }).waitFor();
+      await page.getByRole("button", { name: "Load more" }).click();
+      await rowCount(198);
+      await page.getByTestId("recipients-shown").filter({ hasText: "198 shown (all)" }).waitFor();
+      await expect(page.getByRole("button", { name: "Load more" }).count()).resolves.toBe(0);
+      await page.getByLabel("Filter by status").selectOption("sent");
+      await rowCount(100);
+      await page.getByRole("button", { name: "Load more" }).click();
+      await rowCount(197);
+      await page.getByTestId("recipients-shown").scrollIntoViewIfNeeded();
+      await shot("campaign-recipients-1280");
+
       await page.getByLabel("Filter by status").selectOption("read");
       await page.waitForFunction(() => document.querySelectorAll("tbody tr").length === 1);
       const csv = page.getByRole("link", { name: "Download CSV" });
@@ -139,6 +167,40 @@ describe.skipIf("missing" in chromiumFound)(
       await page.getByRole("link", { name: "Oat latte is back" }).waitFor();
       await page.getByText("198 / 198").waitFor();
       await shot("campaigns-1280");
+    });
+
+    it("gives the template's URL button its parameter fields, saved with the draft", async () => {
+      await page.goto(`${stack.url}/campaigns/new`);
+      await page.getByLabel("Name", { exact: true }).fill("New arrivals");
+      await page.getByLabel("Template").selectOption("photo_offer|en_US");
+      await page.getByLabel("Header image (https link or media id)").fill("https://cdn.test/new.jpg");
+      await page.getByText(/Samples once the parameters are complete: .*buttons/).waitFor();
+      await page.getByLabel('Button "Shop" URL {{1}}').fill("{{contact.phone}}");
+      await page.getByTestId("template-problem").waitFor({ state: "detached" });
+      await page
+        .getByText(/^Guest \d+: New arrivals for you\.$/)
+        .first()
+        .waitFor();
+      await page.getByRole("button", { name: "Save draft" }).click();
+      await page.getByText("Draft saved").waitFor();
+      await shot("campaign-wizard-button-1280");
+      const { rows } = await stack.t.database.db.execute<{ parameters: unknown }>(
+        sql`select parameters from campaigns where name = 'New arrivals'`,
+      );
+      expect(rows[0]?.parameters).toEqual({
+        header: ["https://cdn.test/new.jpg"],
+        buttons: [{ index: 0, parameters: ["{{contact.phone}}"] }],
+      });
+      // Opened again, the draft shows its button parameter.
+      const id = (
+        await stack.t.database.db.execute<{ id: string }>(
+          sql`select id from campaigns where name = 'New arrivals'`,
+        )
+      ).rows[0]?.id;
+      await page.goto(`${stack.url}/campaigns/new?draft=${id}`);
+      await expect(page.getByLabel('Button "Shop" URL {{1}}').inputValue()).resolves.toBe(
+        "{{contact.phone}}",
+      );
     });
   },
 );

@@ -2,7 +2,6 @@ import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { deflateSync } from "node:zlib";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -16,46 +15,11 @@ import {
   startStack,
   takeScreenshots,
 } from "./browser.js";
+import { png } from "./png.js";
 
 const chromiumFound = findChromium();
 if ("missing" in chromiumFound) console.log(chromiumFound.missing);
 
-/** A PNG of the given size in the brand's teal, with a lighter band, to attach. */
-function png(width: number, height: number): Buffer {
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (bytes: Buffer) => {
-    let c = 0xffffffff;
-    for (const byte of bytes) c = (crcTable[(c ^ byte) & 0xff] ?? 0) ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    const out = Buffer.alloc(body.length + 8);
-    out.writeUInt32BE(data.length, 0);
-    body.copy(out, 4);
-    out.writeUInt32BE(crc(body), body.length + 4);
-    return out;
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
-  const rows = Buffer.alloc((width * 3 + 1) * height);
-  for (let y = 0; y < height; y++) {
-    const [r, g, b] = y > height / 3 && y < (2 * height) / 3 ? [127, 201, 189] : [15, 118, 110];
-    for (let x = 0; x < width; x++) rows.set([r, g, b], y * (width * 3 + 1) + 1 + x * 3);
-  }
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk("IHDR", header),
-    chunk("IDAT", deflateSync(rows)),
-    chunk("IEND", Buffer.alloc(0)),
-  ]);
-}
 const PNG = png(160, 100);
 
 /** One story, in order, as an owner and then a teammate would live it. */
@@ -220,7 +184,11 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
     await page
       .locator('input[type="file"]')
       .setInputFiles({ name: "roast.png", mimeType: "image/png", buffer: PNG });
-    const image = page.locator(".bubble.out", { hasText: "Our roast, fresh today" }).locator("img");
+    // Previewed first; it goes when the agent says so.
+    await page.getByRole("button", { name: "Send attachment" }).click();
+    const image = page
+      .locator(".bubble.out", { hasText: "Our roast, fresh today" })
+      .locator("img.media-image");
     await image.waitFor();
     // The picture itself loads from the service's copy (GET /api/messages/{id}/media).
     await expect.poll(() => image.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(160);

@@ -130,6 +130,8 @@ describe("a conversation through the sandbox", () => {
       to: conversation!.contact.wa_id,
       type: "text",
       text: { body: "Yes, from 9 to 12." },
+      // Our message id, which Meta echoes in the message's status webhooks.
+      biz_opaque_callback_data: message.id,
     });
 
     expect((await customer.status({ messageId: message.message_id, status: "delivered" })).status).toBe(200);

@@ -173,7 +173,7 @@ describe("GET /api/conversations filters and counts", () => {
 
     const counts = await as(owner, "GET", "/api/conversations/counts");
     expect(counts.statusCode).toBe(200);
-    expect(counts.json()).toEqual({ open: 2, pending: 1, closed: 1, mine: 1, unassigned: 1 });
+    expect(counts.json()).toEqual({ open: 2, pending: 1, closed: 1, mine: 1, unassigned: 1, unread: 0 });
     expect((await as(teammate, "GET", "/api/conversations/counts")).json()).toMatchObject({ mine: 1 });
   });
 
@@ -218,6 +218,7 @@ describe("GET /api/conversations filters and counts", () => {
       closed: 0,
       mine: 0,
       unassigned: 0,
+      unread: 0,
     });
     expect((await as(stranger, "GET", "/api/conversations/counts")).json()).toMatchObject({ open: 1 });
   });

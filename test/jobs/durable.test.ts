@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
-import { and, eq } from "drizzle-orm";
+import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { flowRuns, messages } from "../../src/db/schema/index.js";
+import { flowRuns } from "../../src/db/schema/index.js";
 import { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../src/jobs/tasks/send-bot-message.js";
 import { createGraphClient, GraphApiError } from "../../src/upstream/graph.js";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
@@ -227,49 +227,63 @@ describe("bot sends: what is retried", () => {
     expect((await runFor(w, flowId, gus)).run).toMatchObject({ status: "failed", end_reason: "send_failed" });
   });
 
-  it("never retries a refusal for good (bad number) nor an answer it cannot read", async () => {
-    for (const fault of [
-      { status: 400, error: { code: 131026, message: "Message undeliverable" } },
-      { status: 502, rawBody: "<html>Bad gateway</html>" },
-    ]) {
-      resetSandbox();
-      const flowId = await menuFlow(`once${fault.status}`);
-      const una = customer(w, "Una");
-      w.sandbox.inject({ method: "POST", path: /\/messages$/ }, fault);
-      await una.text(`once${fault.status}`);
-      await bringJobsForward();
-      await w.t.app.deps.jobs.drain();
-      expect(sentMessages(w, una.waId)).toHaveLength(1);
-      expect((await botMessages(una)).map((m) => m.status)).toEqual(["failed"]);
-      expect((await runFor(w, flowId, una)).run).toMatchObject({
-        status: "failed",
-        end_reason: fault.status === 400 ? "send_failed" : "send_outcome_unknown",
-      });
-    }
-  });
-
-  it("a job that finds its message claimed by a send that died is not sent again", async () => {
-    const flowId = await menuFlow("claimed");
-    const cy = customer(w, "Cy");
-    // The process dies between claiming the message and recording the answer: simulated by
-    // holding the sandbox's answer and marking the message as claimed, then running the job again.
+  it("never retries a refusal for good (bad number)", async () => {
+    const flowId = await menuFlow("once400");
+    const una = customer(w, "Una");
     w.sandbox.inject(
       { method: "POST", path: /\/messages$/ },
-      { status: 400, error: { code: 130429, message: "Wait" } },
+      { status: 400, error: { code: 131026, message: "Message undeliverable" } },
     );
-    await cy.text("claimed");
-    const [bot] = await botMessages(cy);
-    await w.t.database.db
-      .update(messages)
-      .set({ sendStartedAt: new Date() })
-      .where(and(eq(messages.id, String(bot!.id)), eq(messages.status, "pending")));
+    await una.text("once400");
     await bringJobsForward();
     await w.t.app.deps.jobs.drain();
-    expect(sentMessages(w, cy.waId)).toHaveLength(1);
+    expect(sentMessages(w, una.waId)).toHaveLength(1);
+    expect((await botMessages(una)).map((m) => m.status)).toEqual(["failed"]);
+    expect((await runFor(w, flowId, una)).run).toMatchObject({ status: "failed", end_reason: "send_failed" });
+  });
+
+  it("an answer it cannot read is an unknown outcome: no status named it within the window, so it is sent once more, and only once", async () => {
+    const flowId = await menuFlow("unreadable");
+    const una = customer(w, "Una");
+    w.sandbox.inject(
+      { method: "POST", path: /\/messages$/ },
+      { status: 502, rawBody: "<html>Bad gateway</html>" },
+    );
+    await una.text("unreadable");
+    await w.t.app.deps.jobs.drain();
+    // Nothing more until the window ends (its settle job is due then).
+    expect(sentMessages(w, una.waId)).toHaveLength(1);
+    expect((await botMessages(una)).map((m) => m.status)).toEqual(["pending"]);
+    await bringJobsForward(); // the window ends
+    await w.t.app.deps.jobs.drain();
+    const sends = sentMessages(w, una.waId);
+    expect(sends).toHaveLength(2);
+    const [bot] = await botMessages(una);
+    expect(sends.map((body) => body.biz_opaque_callback_data)).toEqual([bot?.id, bot?.id]);
+    expect((await botMessages(una)).map((m) => m.status)).toEqual(["sent"]);
+    expect((await runFor(w, flowId, una)).run).toMatchObject({ status: "active", current_node_key: "menu" });
+    await bringJobsForward();
+    await w.t.app.deps.jobs.drain();
+    expect(sentMessages(w, una.waId)).toHaveLength(2);
+  });
+
+  it("a resend whose outcome is unknown again is not sent a third time: the message and its run fail", async () => {
+    const flowId = await menuFlow("twice");
+    const cy = customer(w, "Cy");
+    w.sandbox.inject(
+      { method: "POST", path: /\/messages$/ },
+      { status: 502, rawBody: "<html>Bad gateway</html>", times: 2 },
+    );
+    await cy.text("twice");
+    for (let i = 0; i < 3; i++) {
+      await bringJobsForward();
+      await w.t.app.deps.jobs.drain();
+    }
+    expect(sentMessages(w, cy.waId)).toHaveLength(2);
     expect((await botMessages(cy)).map((m) => m.status)).toEqual(["failed"]);
     const { run, events } = await runFor(w, flowId, cy);
     expect(run).toMatchObject({ status: "failed", end_reason: "send_outcome_unknown" });
-    expect(events.at(-1)?.payload.message).toMatch(/may or may not have delivered it/);
+    expect(events.at(-1)?.payload.message).toMatch(/not sent a third time/);
   });
 
   it("classifies each error kind", async () => {

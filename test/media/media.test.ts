@@ -298,6 +298,7 @@ describe("POST /api/conversations/{id}/media", () => {
       to: contact.phone,
       type: "image",
       image: { id: mediaId, caption: "Table for two" },
+      biz_opaque_callback_data: message.id,
     });
     const copy = await getMedia(b, message.id);
     expect(copy.statusCode).toBe(200);

@@ -81,6 +81,7 @@ describe("GET /api/messaging/config", () => {
         registered_at: expect.any(String),
         subscribed_apps_at: expect.any(String),
         last_registration_error: null,
+        messages_per_second: 80,
         updated_at: expect.any(String),
       },
     });

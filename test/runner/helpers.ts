@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { expect } from "vitest";
 import { flowRuns } from "../../src/db/schema/index.js";
-import { type Sandbox, startSandbox } from "../../src/upstream/sandbox/server.js";
+import { type Sandbox, type SandboxOptions, startSandbox } from "../../src/upstream/sandbox/server.js";
 import {
   buttonReplyPayload,
   inboundTextPayload,
@@ -33,9 +33,9 @@ export interface World {
 
 /** The app wired to a sandbox upstream, with one account whose channel is connected. */
 export async function createWorld(
-  options: { now?: () => Date; workers?: boolean; captureLogs?: boolean } = {},
+  options: { now?: () => Date; workers?: boolean; captureLogs?: boolean; sandbox?: SandboxOptions } = {},
 ): Promise<World> {
-  const sandbox = await startSandbox();
+  const sandbox = await startSandbox(options.sandbox);
   const t = await createTestApp({
     config: { appSecret: APP_SECRET, graphApiUrl: sandbox.url },
     upstreamTimeoutMs: 3000,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { flowMessageReceipts, flowRunEvents, flowRuns, messages } from "../../src/db/schema/index.js";
 import { offerInboundMessage } from "../../src/flows/runner/dispatch.js";
 import { MAX_STEPS_PER_ADVANCE } from "../../src/flows/runner/engine.js";
+import { statusPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
 import { insertMessage } from "../helpers/fixtures.js";
 import {
   activeFlow,
@@ -329,17 +330,59 @@ describe("upstream failures", () => {
     expect((await runFor(w, flowId, tom)).run.status).toBe("active");
   });
 
-  it("a connection dropped after the request went out ends the run failed, never sent twice", async () => {
+  it("a connection dropped after the request went out is an unknown outcome: never sent again at once, sent once more after the window when no status names it", async () => {
     const flowId = await keywordFlow("fail2", menuNodes);
     const uma = customer(w, "Uma");
     w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true });
     await uma.text("fail2");
-    const { run, events } = await runFor(w, flowId, uma);
-    expect(run).toMatchObject({ status: "failed", end_reason: "send_outcome_unknown" });
-    expect(events.at(-1)?.payload.message).toMatch(/may or may not have delivered it/);
     expect(sentMessages(w, uma.waId)).toHaveLength(1);
-    const bot = (await conversationOf(w, uma)).messages.filter((m) => m.sender_type === "bot");
-    expect(bot.map((m) => m.status)).toEqual(["failed"]);
+    let bot = (await conversationOf(w, uma)).messages.filter((m) => m.sender_type === "bot");
+    expect(bot.map((m) => m.status)).toEqual(["pending"]);
+    expect((await runFor(w, flowId, uma)).run).toMatchObject({ status: "active", current_node_key: "menu" });
+    // The window (SEND_UNKNOWN_WINDOW_S) ends: its settle job is due.
+    await w.t.database.pool.query(
+      "update graphile_worker._private_jobs set run_at = now() where locked_at is null",
+    );
+    await w.t.app.deps.jobs.drain();
+    const sends = sentMessages(w, uma.waId);
+    expect(sends).toHaveLength(2);
+    expect(sends.map((b) => b.biz_opaque_callback_data)).toEqual([bot[0]?.id, bot[0]?.id]);
+    bot = (await conversationOf(w, uma)).messages.filter((m) => m.sender_type === "bot");
+    expect(bot).toMatchObject([{ status: "sent", message_id: expect.stringMatching(/^wamid\./) }]);
+  });
+
+  it("a send Meta took whose answer was lost is recorded sent when Meta's status names it, and never sent again", async () => {
+    const flowId = await keywordFlow("fail3", menuNodes);
+    const ida = customer(w, "Ida");
+    w.sandbox.inject({ method: "POST", path: /\/messages$/ }, { dropAfterAccept: true });
+    await ida.text("fail3");
+    const [sent] = sentMessages(w, ida.waId);
+    const [bot] = (await conversationOf(w, ida)).messages.filter((m) => m.sender_type === "bot");
+    expect(bot).toMatchObject({ status: "pending", message_id: null });
+    expect(sent?.biz_opaque_callback_data).toBe(bot?.id);
+    // Meta's status webhook, echoing our id as biz_opaque_callback_data.
+    const upstreamId = "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBI5QUVCMjBEQUQ5NEY0RkNCOTQA";
+    await postWebhook(
+      w,
+      statusPayload({
+        phoneNumberId: w.phoneNumberId,
+        messageId: upstreamId,
+        recipientId: ida.waId,
+        status: "delivered",
+        callbackData: bot?.id as string,
+      }).payload,
+    );
+    await w.t.app.deps.jobs.drain();
+    const after = (await conversationOf(w, ida)).messages.filter((m) => m.sender_type === "bot");
+    expect(after).toMatchObject([{ id: bot?.id, status: "delivered", message_id: upstreamId }]);
+    // The run went on as if the answer had come (the menu waits for its reply).
+    const { run } = await runFor(w, flowId, ida);
+    expect(run).toMatchObject({ status: "active", current_node_key: "menu" });
+    await w.t.database.pool.query(
+      "update graphile_worker._private_jobs set run_at = now() where locked_at is null",
+    );
+    await w.t.app.deps.jobs.drain();
+    expect(sentMessages(w, ida.waId)).toHaveLength(1);
   });
 });
 

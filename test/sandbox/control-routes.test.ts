@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "../helpers/service.js";
@@ -139,5 +141,45 @@ describe("the sandbox's latency (Meta's round trip, imitated)", () => {
       expect(await response.json()).toEqual({ error: "ms must be a whole number from 0 to 60000" });
     }
     expect(await (await fetch(`${url}/_sandbox/latency`)).json()).toEqual({ ms: 250 });
+  }, 40_000);
+});
+
+describe("the sandbox's customer", () => {
+  it("keeps the name it was given on button replies, list replies and reactions", async () => {
+    const bodies: Array<{
+      entry: Array<{ changes: Array<{ value: { contacts?: Array<{ profile: { name: string } }> } }> }>;
+    }> = [];
+    const receiver = createServer((request, response) => {
+      let raw = "";
+      request.on("data", (chunk) => {
+        raw += chunk;
+      });
+      request.on("end", () => {
+        bodies.push(JSON.parse(raw));
+        response.end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = receiver.address() as AddressInfo;
+      const url = await startSandboxProcess({
+        SANDBOX_WEBHOOK_URL: `http://127.0.0.1:${port}/hook`,
+        SANDBOX_APP_SECRET: "sandbox-test-secret",
+      });
+      const post = (action: string, body: object) =>
+        fetch(`${url}/_sandbox/customer/${action}`, { method: "POST", body: JSON.stringify(body) });
+      expect((await post("text", { from: "15551234567", name: "Sam", text: "hi" })).status).toBe(200);
+      expect(
+        (await post("button_reply", { from: "15551234567", reply_id: "yes", title: "Yes" })).status,
+      ).toBe(200);
+      expect((await post("list_reply", { from: "15551234567", reply_id: "a", title: "A" })).status).toBe(200);
+      expect(
+        (await post("reaction", { from: "15551234567", message_id: "wamid.x", emoji: "👍" })).status,
+      ).toBe(200);
+      const names = bodies.map((b) => b.entry[0]?.changes[0]?.value.contacts?.[0]?.profile.name);
+      expect(names).toEqual(["Sam", "Sam", "Sam", "Sam"]);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   }, 40_000);
 });

@@ -150,6 +150,47 @@ describe("template sends (POST /{phone_number_id}/messages, type template)", () 
     }
   });
 
+  it("takes named placeholders by parameter_name and answers 132000 for a parameter without or with a wrong name", async () => {
+    sandbox.setTemplates(NUMBER.businessAccountId, [
+      {
+        id: "77",
+        name: "named_offer",
+        language: "en_US",
+        status: "APPROVED",
+        category: "MARKETING",
+        components: [{ type: "BODY", text: "Hello {{first_name}}, {{city}} store opens soon." }],
+      },
+    ]);
+    const named = (...pairs: Array<[string | undefined, string]>) => ({
+      name: "named_offer",
+      language: { code: "en_US" },
+      components: [
+        {
+          type: "body",
+          parameters: pairs.map(([name, text]) => ({
+            type: "text",
+            ...(name ? { parameter_name: name } : {}),
+            text,
+          })),
+        },
+      ],
+    });
+    const ok = await send(named(["city", "Porto"], ["first_name", "Ada"]));
+    expect(ok.status, JSON.stringify(ok.json())).toBe(200);
+    for (const [template, details] of [
+      [named([undefined, "Ada"], [undefined, "Porto"]), /needs parameter_name/],
+      [named(["first_name", "Ada"], ["town", "Porto"]), /no placeholder named "town"/],
+      [named(["first_name", "Ada"]), /body expects 2 parameters, got 1/],
+    ] as const) {
+      const answer = await send(template);
+      expect(answer.status).toBe(400);
+      expect(answer.json().error).toMatchObject({
+        code: 132000,
+        error_data: { details: expect.stringMatching(details) },
+      });
+    }
+  });
+
   it("is sent by the Graph client in the shape of Meta's 'Send Message Template Text' example", async () => {
     await client().sendMessage(NUMBER.accessToken, NUMBER.phoneNumberId, "16505551234", {
       type: "template",

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { buildNodeMessage } from "../../src/flows/runner/outbound.js";
 import { validateFlowGraph } from "../../src/flows/validate.js";
 import {
+  bodyParameterNames,
   bodyParameterTexts,
   expectedParameters,
   givenParameters,
@@ -64,6 +65,30 @@ describe("template placeholders", () => {
     expect(renderTemplateBody([{ type: "BODY", text: "{{1}} owes {{2}} by {{3}}" }], texts)).toBe(
       "Ada owes $100.99 by {{3}}",
     );
+  });
+
+  it("checks named placeholders by parameter_name, as Meta does, and renders them", () => {
+    const named = [{ type: "BODY", text: "Hello {{first_name}}, {{city}} store opens soon." }];
+    const send = (parameters: unknown[]) => ({
+      name: "offer",
+      language: "en_US",
+      components: [{ type: "body", parameters }],
+    });
+    const approved = { status: "APPROVED", components: named };
+    const ada = { type: "text", parameter_name: "first_name", text: "Ada" };
+    const porto = { type: "text", parameter_name: "city", text: "Porto" };
+    expect(templateProblem(approved, send([ada, porto]))).toBeNull();
+    expect(templateProblem(approved, send([ada]))).toMatch(/body expects 2 parameters, got 1/);
+    expect(templateProblem(approved, send([ada, { type: "text", text: "Porto" }]))).toMatch(
+      /each parameter needs parameter_name \(one of first_name, city\)/,
+    );
+    expect(templateProblem(approved, send([ada, { ...porto, parameter_name: "town" }]))).toMatch(
+      /no placeholder named "town"/,
+    );
+    expect(templateProblem(approved, send([ada, ada]))).toMatch(/"first_name" is given twice/);
+    expect(
+      renderTemplateBody(named, [], bodyParameterNames([{ type: "body", parameters: [porto, ada] }])),
+    ).toBe("Hello Ada, Porto store opens soon.");
   });
 
   it("explains why a template cannot be sent", () => {

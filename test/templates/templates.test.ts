@@ -218,6 +218,8 @@ describe("sending a template in a conversation", () => {
       messaging_product: "whatsapp",
       recipient_type: "individual",
       to: contact.phone,
+      // Our message id, which Meta echoes in the message's status webhooks.
+      biz_opaque_callback_data: response.json().message.id,
       type: "template",
       template: {
         name: "order_update",

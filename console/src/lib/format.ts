@@ -38,10 +38,26 @@ export function messagePreview(
 ) {
   if (!m) return "";
   if (m.text) return m.text;
-  if (m.type === "image") return "📷 Photo";
-  if (m.type === "video") return "🎬 Video";
-  if (m.type === "audio") return "🎤 Audio";
-  if (m.type === "document") return `📄 ${m.media?.filename ?? "Document"}`;
+  if (m.type === "image") return "Photo";
+  if (m.type === "video") return "Video";
+  if (m.type === "audio") return "Audio message";
+  if (m.type === "document") return m.media?.filename ?? "Document";
   if (m.type === "sticker") return "Sticker";
   return m.type;
+}
+
+const longDay = new Intl.DateTimeFormat(undefined, { weekday: "long", month: "long", day: "numeric" });
+const longDayYear = new Intl.DateTimeFormat(undefined, { dateStyle: "long" });
+
+/** The local calendar day of a time, as a key: messages of one day share it. */
+export const dayKey = (iso: string) => new Date(iso).toDateString();
+
+/** "Today", "Yesterday", "Monday, March 3", or a date with its year when not this year. */
+export function dayLabel(iso: string, now = new Date()) {
+  const date = new Date(iso);
+  const yesterday = new Date(now);
+  yesterday.setDate(now.getDate() - 1);
+  if (date.toDateString() === now.toDateString()) return "Today";
+  if (date.toDateString() === yesterday.toDateString()) return "Yesterday";
+  return date.getFullYear() === now.getFullYear() ? longDay.format(date) : longDayYear.format(date);
 }

@@ -2,6 +2,7 @@ import type { QueryClient } from "@tanstack/react-query";
 import { useSyncExternalStore } from "react";
 import { reportUnauthorized } from "./api";
 import { setOnline } from "./connection";
+import { notifyFor } from "./notify";
 import { createSseParser } from "./sse";
 
 /**
@@ -60,8 +61,13 @@ export function applyEvent(client: QueryClient, event: AccountEvent) {
     case "conversation.updated":
       void client.invalidateQueries({ queryKey: ["conversations"] });
       void client.invalidateQueries({ queryKey: ["counts"] });
-      if (conversationId) void client.invalidateQueries({ queryKey: ["messages", conversationId] });
-      else void client.invalidateQueries({ queryKey: ["messages"] });
+      if (conversationId) {
+        void client.invalidateQueries({ queryKey: ["messages", conversationId] });
+        void client.invalidateQueries({ queryKey: ["conversation", conversationId] });
+      } else {
+        void client.invalidateQueries({ queryKey: ["messages"] });
+        void client.invalidateQueries({ queryKey: ["conversation"] });
+      }
       break;
     case "campaign.updated":
       void client.invalidateQueries({ queryKey: ["campaigns"] });
@@ -130,7 +136,9 @@ export function startLive(client: QueryClient): () => void {
       if (e.id) lastEventId = e.id;
       try {
         const parsed = JSON.parse(e.data) as AccountEvent;
-        applyEvent(client, { ...parsed, type: parsed.type ?? e.event ?? "" });
+        const event = { ...parsed, type: parsed.type ?? e.event ?? "" };
+        applyEvent(client, event);
+        void notifyFor(client, event.type, event.data ?? {}).catch(() => {});
       } catch {
         // Not an event body (a comment-like payload): nothing to apply.
       }

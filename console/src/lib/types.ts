@@ -65,6 +65,8 @@ export interface Message {
   type: string;
   text: string | null;
   interactive: { type?: string; id?: string; title?: string } | null;
+  /** What was sent to Meta for an outbound message (an interactive message's buttons or list). */
+  payload?: unknown;
   media: MediaInfo | null;
   status: string;
   error: unknown;

@@ -1,4 +1,20 @@
-import { type ReactNode, useId } from "react";
+import {
+  Bell,
+  BellOff,
+  Check,
+  ChevronLeft,
+  Copy,
+  FileText,
+  Keyboard,
+  type LucideIcon,
+  Moon,
+  Paperclip,
+  Smile,
+  Sun,
+  TriangleAlert,
+  X,
+} from "lucide-react";
+import { type ReactNode, useEffect, useId, useState } from "react";
 import { errorText, HttpError } from "./api";
 
 /** A labelled input; `error` is shown under it and tied to it for screen readers. */
@@ -84,15 +100,29 @@ export function Badge({ tone = "neutral", children }: { tone?: string; children:
   return <span className={`badge badge-${tone}`}>{children}</span>;
 }
 
+/** The console's icons: lucide's line icons (SVG, the same on every system, no emoji font needed). */
 export const ICONS = {
-  attach: "M16.5 6.5l-7.8 7.8a2 2 0 0 0 2.8 2.8l7.8-7.8a4 4 0 0 0-5.7-5.7L5.8 11.4a6 6 0 0 0 8.5 8.5l6.2-6.2",
-  smile: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18zM8.5 14.5a4.5 4.5 0 0 0 7 0M9 9.5h.01M15 9.5h.01",
-  back: "M15 5l-7 7 7 7",
-  close: "M6 6l12 12M18 6L6 18",
+  attach: Paperclip,
+  smile: Smile,
+  back: ChevronLeft,
+  close: X,
+  copy: Copy,
+  check: Check,
+  sun: Sun,
+  moon: Moon,
+  bell: Bell,
+  bellOff: BellOff,
+  keyboard: Keyboard,
+  file: FileText,
+  warning: TriangleAlert,
 } as const;
 
-/** A line icon; the control around it carries the accessible name. */
-export function Icon({ d, size = 20 }: { d: string; size?: number }) {
+/**
+ * A line icon; the control around it carries the accessible name. `d` is a lucide icon, or an
+ * SVG path drawn in the same style.
+ */
+export function Icon({ d, size = 20 }: { d: LucideIcon | string; size?: number }) {
+  if (typeof d !== "string") return <SvgIcon d={d} size={size} />;
   return (
     <svg viewBox="0 0 24 24" width={size} height={size} aria-hidden="true" focusable="false">
       <path
@@ -104,5 +134,45 @@ export function Icon({ d, size = 20 }: { d: string; size?: number }) {
         strokeLinejoin="round"
       />
     </svg>
+  );
+}
+
+function SvgIcon({ d: Component, size }: { d: LucideIcon; size: number }) {
+  return <Component size={size} strokeWidth={1.8} aria-hidden="true" focusable="false" />;
+}
+
+/** Puts text on the clipboard; falls back to selecting a field's text where the API is refused. */
+async function copyText(value: string, field: HTMLInputElement | null) {
+  try {
+    await navigator.clipboard.writeText(value);
+    return true;
+  } catch {
+    field?.select();
+    return document.execCommand?.("copy") ?? false;
+  }
+}
+
+/** A read-only value (a key, a link, a secret) with a button that copies it. */
+export function CopyField({ label, value }: { label: string; value: string }) {
+  const [copied, setCopied] = useState(false);
+  const [field, setField] = useState<HTMLInputElement | null>(null);
+  useEffect(() => {
+    if (!copied) return;
+    const timer = setTimeout(() => setCopied(false), 2_000);
+    return () => clearTimeout(timer);
+  }, [copied]);
+  return (
+    <div className="copy-field">
+      <input ref={setField} readOnly aria-label={label} value={value} onFocus={(e) => e.target.select()} />
+      <button
+        type="button"
+        className="btn btn-small copy-btn"
+        title={`Copy ${label.toLowerCase()}`}
+        onClick={async () => setCopied(await copyText(value, field))}
+      >
+        <Icon d={copied ? ICONS.check : ICONS.copy} size={16} />
+        <span>{copied ? "Copied" : "Copy"}</span>
+      </button>
+    </div>
   );
 }

@@ -154,6 +154,8 @@ export const messages = pgTable(
     // Set by a bot send job just before its upstream call: a job that finds it set
     // (the process died mid-send) cannot know whether Meta took the message.
     sendStartedAt: timestamptz("send_started_at"),
+    // Set when an unknown outcome was resolved by sending once more (never a third time).
+    sendResentAt: timestamptz("send_resent_at"),
     // The campaign that sent it (its template message), null for any other message.
     campaignId: uuid("campaign_id").references((): AnyPgColumn => campaigns.id, { onDelete: "set null" }),
     createdAt: timestamptz("created_at").notNull().defaultNow(),

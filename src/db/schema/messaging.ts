@@ -1,4 +1,5 @@
-import { index, pgTable, text, uuid } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { check, doublePrecision, index, integer, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import { users } from "./auth.js";
 import { timestamptz } from "./columns.js";
 import { accounts } from "./tenancy.js";
@@ -26,8 +27,25 @@ export const messagingConfigs = pgTable(
     registeredAt: timestamptz("registered_at"),
     subscribedAppsAt: timestamptz("subscribed_apps_at"),
     lastRegistrationError: text("last_registration_error"),
+    /** The number's send rate (Meta's default 80; up to 1,000 after an upgrade), across all instances. */
+    messagesPerSecond: integer("messages_per_second").notNull().default(80),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
-  (t) => [index("messaging_configs_verify_token_hash_idx").on(t.verifyTokenHash)],
+  (t) => [
+    index("messaging_configs_verify_token_hash_idx").on(t.verifyTokenHash),
+    check("messaging_configs_messages_per_second_range", sql`${t.messagesPerSecond} between 1 and 1000`),
+  ],
 );
+
+/**
+ * Each number's send schedule, shared by every instance (src/sending/rate.ts,
+ * without Redis): the next free send slot, and the AIMD rate lowered by Meta's
+ * throughput errors (recovering from `changed_at`).
+ */
+export const sendRates = pgTable("send_rates", {
+  phoneNumberId: text("phone_number_id").primaryKey(),
+  nextAt: timestamp("next_at", { withTimezone: true, precision: 6 }).notNull(),
+  rate: doublePrecision("rate").notNull(),
+  changedAt: timestamp("changed_at", { withTimezone: true, precision: 6 }).notNull(),
+});

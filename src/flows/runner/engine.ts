@@ -40,7 +40,7 @@ import {
 /** Nodes one advance may enter; the 65th ends the run `failed` (reason step_limit). */
 export const MAX_STEPS_PER_ADVANCE = 64;
 
-export type RunnerDeps = Pick<AppDeps, "db" | "pool" | "cipher" | "graph" | "now">;
+export type RunnerDeps = Pick<AppDeps, "db" | "pool" | "cipher" | "graph" | "sends" | "now">;
 export type FlowRow = typeof flows.$inferSelect;
 
 export interface RunContext {

@@ -1,4 +1,4 @@
-import { bodyParameterTexts, renderTemplateBody } from "../../templates/placeholders.js";
+import { bodyParameterNames, bodyParameterTexts, renderTemplateBody } from "../../templates/placeholders.js";
 import type { InteractiveBody, OutboundMessage, TemplateComponentParameters } from "../../upstream/graph.js";
 import { type ContactFacts, renderText } from "./rules.js";
 
@@ -148,7 +148,13 @@ export function buildNodeMessage(
           ) as Array<Record<string, unknown>>,
         });
       }
-      const shown = template ? renderTemplateBody(template.components, bodyParameterTexts(components)) : null;
+      const shown = template
+        ? renderTemplateBody(
+            template.components,
+            bodyParameterTexts(components),
+            bodyParameterNames(components),
+          )
+        : null;
       return {
         ok: true,
         message: {

@@ -5,10 +5,11 @@ import { messagingConfigs } from "../../db/schema/index.js";
 import { insertPendingMessage } from "../../inbox/send.js";
 import { addJob } from "../../jobs/queue.js";
 import { customerQueue } from "../../messaging/webhook-payload.js";
+import { SEND_BOT_MESSAGE_TASK } from "../../sending/names.js";
 import type { BuiltMessage } from "./outbound.js";
 import type { RunRow } from "./store.js";
 
-export const SEND_BOT_MESSAGE_TASK = "send-bot-message";
+export { SEND_BOT_MESSAGE_TASK };
 export const RESUME_WAIT_TASK = "resume-wait";
 
 /** What a send job carries: the message, its run, and the steps its advance had taken. */

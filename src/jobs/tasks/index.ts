@@ -8,7 +8,7 @@ import { importContacts } from "./import-contacts.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
-import { sendBotMessage } from "./send-bot-message.js";
+import { sendBotMessage, settleSendTask } from "./send-bot-message.js";
 import { sendMail } from "./send-mail.js";
 import { sweepTimeouts } from "./sweep-timeouts.js";
 
@@ -27,6 +27,8 @@ export const TASKS: Record<string, Task> = {
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,
   "send-bot-message": sendBotMessage,
+  "send-message": sendBotMessage,
+  "settle-send": settleSendTask,
   "send-mail": sendMail,
   "sweep-timeouts": sweepTimeouts,
 };

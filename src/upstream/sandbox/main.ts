@@ -58,7 +58,10 @@ const STATUS_STEPS: Array<{ status: "sent" | "delivered" | "read"; afterMs: numb
 /** Template sends (campaigns) are read too, a little later, so a demo campaign's counts move to `read`. */
 const TEMPLATE_READ_STEP = { status: "read" as const, afterMs: 2_500 };
 
-/** After each accepted send, tell the service the message was sent, then delivered (like a phone would). */
+/**
+ * After each accepted send, tell the service the message was sent, then delivered (like a phone
+ * would; templates are read too), each status echoing the send's `biz_opaque_callback_data` as Meta does.
+ */
 function postDeliveryStatuses(message: AcceptedMessage) {
   if (!webhookUrl || !appSecret) return;
   const steps = message.type === "template" ? [...STATUS_STEPS, TEMPLATE_READ_STEP] : STATUS_STEPS;
@@ -71,6 +74,7 @@ function postDeliveryStatuses(message: AcceptedMessage) {
         messageId: message.messageId,
         recipientId: message.to.replace(/\D/g, ""),
         status: step.status,
+        callbackData: message.callbackData,
       });
       const raw = JSON.stringify(payload);
       fetch(webhookUrl, {
@@ -81,6 +85,9 @@ function postDeliveryStatuses(message: AcceptedMessage) {
     }, step.afterMs);
   }
 }
+
+/** Each customer's profile name, by WhatsApp id, as last given to a customer route. */
+const customerNames = new Map<string, string>();
 
 const str = (value: unknown) => (typeof value === "string" && value !== "" ? value : undefined);
 
@@ -180,14 +187,19 @@ async function controlRoute(request: {
       };
     }
     if (!from) return { status: 400, body: { error: "from (the customer's digits) is required" } };
+    // A real phone sends its profile name with every message: the name a customer was given
+    // once stays theirs for button replies, reactions and the rest (not "Customer").
+    const waId = from.replace(/\D/g, "");
+    const given = str(b.name);
+    if (given) customerNames.set(waId, given);
     const customer = createCustomer({
       webhookUrl: target,
       appSecret,
       phoneNumberId: str(b.phone_number_id) ?? demo.phoneNumberId,
       displayPhoneNumber: demo.displayPhoneNumber,
       businessAccountId: demo.businessAccountId,
-      waId: from.replace(/\D/g, ""),
-      name: str(b.name),
+      waId,
+      name: customerNames.get(waId),
     });
     const replyId = str(b.reply_id) ?? "";
     const title = str(b.title) ?? "";
@@ -256,6 +268,8 @@ const HELP = [
   "GET|PUT /_sandbox/latency               {ms}: how long every Graph API answer waits (SANDBOX_LATENCY_MS)",
   "POST /_sandbox/numbers                  {phone_number_id, access_token, business_account_id?, pin?}",
   "POST /_sandbox/customer/text            {from, name?, text, to_webhook?}",
+  "     (every customer route takes name? (kept for that customer's later messages) and",
+  "      phone_number_id? (the business number written to; default the demo number))",
   "POST /_sandbox/customer/button_reply    {from, reply_id, title, context_message_id?}",
   "POST /_sandbox/customer/list_reply      {from, reply_id, title, description?, context_message_id?}",
   "POST /_sandbox/customer/reaction        {from, message_id, emoji?}  (no emoji = removal)",

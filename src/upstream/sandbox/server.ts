@@ -7,7 +7,13 @@
 import { createHash, createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { expectedParameters, givenParameters, parameterMismatch } from "../../templates/placeholders.js";
+import {
+  expectedNames,
+  expectedParameters,
+  givenParameters,
+  nameMismatch,
+  parameterMismatch,
+} from "../../templates/placeholders.js";
 import { newFbtraceId, newMediaId, newWamid } from "./ids.js";
 import { DEMO_TEMPLATES, type SandboxTemplate } from "./templates.js";
 
@@ -26,7 +32,10 @@ export interface SandboxFault {
   error?: { code: number; message: string; type?: string; error_subcode?: number };
   rawBody?: string;
   delayMs?: number;
+  /** The connection drops before the request is handled: Meta never got it. */
   drop?: boolean;
+  /** Meta takes the request (a send is accepted, its statuses follow), then the connection drops before the answer. */
+  dropAfterAccept?: boolean;
   /** default 1 */
   times?: number;
 }
@@ -96,6 +105,8 @@ export interface AcceptedMessage {
   to: string;
   messageId: string;
   type: string;
+  /** The send's `biz_opaque_callback_data`, which Meta echoes in the message's status webhooks. */
+  callbackData?: string;
 }
 
 export interface ExtraRouteResult {
@@ -269,6 +280,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     if (fault) {
       if (fault.delayMs) await sleep(fault.delayMs);
       if (fault.drop) {
+        request.socket.destroy();
+        return;
+      }
+      if (fault.dropAfterAccept) {
+        try {
+          route(method, path, query, body, request.headers.authorization);
+        } catch {
+          // Refused: nothing was taken; the connection drops all the same.
+        }
         request.socket.destroy();
         return;
       }
@@ -560,7 +580,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     const given = givenParameters(p.components);
     const mismatch =
-      typeof given === "string" ? given : parameterMismatch(expectedParameters(template.components), given);
+      typeof given === "string"
+        ? given
+        : (parameterMismatch(expectedParameters(template.components), given) ??
+          nameMismatch(expectedNames(template.components), p.components));
     if (mismatch) {
       throw new GraphError({
         status: 400,
@@ -635,7 +658,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
           throw invalidParameter(`${b.type}.id is not a media id of this number`);
         }
     }
-    return { phoneNumberId: number.phoneNumberId, to, messageId: newWamid(), type: b.type };
+    return {
+      phoneNumberId: number.phoneNumberId,
+      to,
+      messageId: newWamid(),
+      type: b.type,
+      ...(typeof b.biz_opaque_callback_data === "string" ? { callbackData: b.biz_opaque_callback_data } : {}),
+    };
   }
 
   const sandbox: Sandbox = {

@@ -141,12 +141,15 @@ export function statusPayload(i: {
   status: "sent" | "delivered" | "read" | "failed";
   error?: { code: number; title: string; message?: string };
   timestamp?: number;
+  /** The send's `biz_opaque_callback_data`, echoed as Meta does. */
+  callbackData?: string;
 }): { payload: object } {
   const status: Record<string, unknown> = {
     id: i.messageId,
     status: i.status,
     timestamp: unixSeconds(i.timestamp),
     recipient_id: i.recipientId,
+    ...(i.callbackData === undefined ? {} : { biz_opaque_callback_data: i.callbackData }),
   };
   if (i.status === "failed" || i.error) {
     const error = i.error ?? { code: 131000, title: "Something went wrong" };

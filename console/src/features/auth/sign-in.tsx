@@ -41,7 +41,11 @@ export function SignInPage() {
       navigate(safeNext(search), { replace: true });
     },
   });
-  const errors = formErrors(signIn.error, ["email", "password"]);
+  // better-auth answers a wrong password with a bare 401 "Unauthorized": say what it means.
+  const errors =
+    signIn.error instanceof HttpError && signIn.error.status === 401
+      ? { field: undefined, name: undefined, form: "Wrong email or password" }
+      : formErrors(signIn.error, ["email", "password"]);
   const submit = (e: FormEvent) => {
     e.preventDefault();
     signIn.mutate();

@@ -1,4 +1,4 @@
-import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useParams } from "wouter";
 import { api, errorText } from "../../lib/api";
@@ -26,16 +26,18 @@ export function CampaignView() {
   const campaign = useCampaign(id);
   const [status, setStatus] = useState("");
   const [error, setError] = useState<string>();
-  const recipients = useQuery({
+  // Pages of 100 by the API's cursor; "Load more" adds the next (kept live while shown).
+  const recipients = useInfiniteQuery({
     queryKey: ["campaigns", id, "recipients", status],
-    queryFn: async () =>
-      (
-        await api<{ recipients: Recipient[] }>(
-          `/api/campaigns/${id}/recipients?limit=100${status ? `&status=${status}` : ""}`,
-        )
-      ).recipients,
+    initialPageParam: "",
+    queryFn: ({ pageParam }) =>
+      api<{ recipients: Recipient[]; next_cursor: string | null }>(
+        `/api/campaigns/${id}/recipients?limit=100${status ? `&status=${status}` : ""}${pageParam ? `&cursor=${pageParam}` : ""}`,
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
     refetchInterval: pollInterval,
   });
+  const shown = recipients.data?.pages.flatMap((p) => p.recipients) ?? [];
 
   const act = async (verb: "pause" | "resume" | "cancel" | "retry-failed") => {
     setError(undefined);
@@ -131,7 +133,7 @@ export function CampaignView() {
                 </tr>
               </thead>
               <tbody>
-                {recipients.data?.map((r) => (
+                {shown.map((r) => (
                   <tr key={r.contact_id}>
                     <td>{r.name ?? "—"}</td>
                     <td>{r.phone ? `+${r.phone}` : "—"}</td>
@@ -144,6 +146,19 @@ export function CampaignView() {
                 ))}
               </tbody>
             </table>
+            <p className="muted" data-testid="recipients-shown">
+              {shown.length} shown{recipients.hasNextPage ? "" : " (all)"}
+            </p>
+            {recipients.hasNextPage ? (
+              <button
+                type="button"
+                className="btn"
+                disabled={recipients.isFetchingNextPage}
+                onClick={() => void recipients.fetchNextPage()}
+              >
+                {recipients.isFetchingNextPage ? "Loading…" : "Load more"}
+              </button>
+            ) : null}
           </div>
         )}
       </section>

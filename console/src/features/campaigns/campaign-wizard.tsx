@@ -37,6 +37,29 @@ const list = (text: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** The value once it has stopped changing for `ms` (the live count waits for typing to pause). */
+function useDebounced<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
+type TemplateButton = { type?: string; text?: string; url?: string };
+
+/** The template's URL buttons with placeholders, by their index among the buttons (as a send names them). */
+function urlButtonsOf(template: WaTemplate | undefined) {
+  const component = template?.components.find((c) => c.type === "BUTTONS") as
+    | { buttons?: TemplateButton[] }
+    | undefined;
+  return (component?.buttons ?? []).flatMap((button, index) => {
+    const keys = button.type?.toUpperCase() === "URL" ? keysOf(button.url) : [];
+    return keys.length ? [{ index, text: button.text ?? "", url: button.url ?? "", keys }] : [];
+  });
+}
+
 function audienceOf(tagsAny: string, tagsNone: string, attributes: string) {
   const audience: Record<string, unknown> = {};
   if (list(tagsAny).length) audience.tags_any = list(tagsAny);
@@ -58,6 +81,8 @@ export function CampaignWizard() {
   const [templateKey, setTemplateKey] = useState("");
   const [body, setBody] = useState<Record<string, string>>({});
   const [header, setHeader] = useState<Record<string, string>>({});
+  // Button parameters by `${index}:${key}`.
+  const [buttons, setButtons] = useState<Record<string, string>>({});
   const [tagsAny, setTagsAny] = useState("");
   const [tagsNone, setTagsNone] = useState("");
   const [attributes, setAttributes] = useState("");
@@ -86,6 +111,13 @@ export function CampaignWizard() {
         : ((v ?? {}) as Record<string, string>);
     const t = templates.data?.find((x) => x.name === c.template.name && x.language === c.template.language);
     setBody(asMap(c.parameters.body, keysOf(t?.components.find((x) => x.type === "BODY")?.text)));
+    const h = t?.components.find((x) => x.type === "HEADER");
+    setHeader(asMap(c.parameters.header, h && (h.format ?? "TEXT") !== "TEXT" ? ["link"] : keysOf(h?.text)));
+    setButtons(
+      Object.fromEntries(
+        (c.parameters.buttons ?? []).flatMap((b) => b.parameters.map((v, i) => [`${b.index}:${i + 1}`, v])),
+      ),
+    );
     setTagsAny((c.audience.tags_any ?? []).join(", "));
     setTagsNone((c.audience.tags_none ?? []).join(", "));
     setAttributes(
@@ -107,19 +139,40 @@ export function CampaignWizard() {
     [headerIsMedia, headerComponent],
   );
   const named = bodyKeys.some((k) => !/^\d+$/.test(k));
+  const urlButtons = useMemo(() => urlButtonsOf(template), [template]);
   const rendered = (bodyText ?? "").replace(PLACEHOLDER, (w, k: string) => renderSample(body[k] ?? "") || w);
 
+  const parametersOf = () => {
+    const parameters: Record<string, unknown> = {};
+    if (bodyKeys.length) parameters.body = named ? body : bodyKeys.map((k) => body[k] ?? "");
+    if (headerKeys.length) parameters.header = headerKeys.map((k) => header[k] ?? "");
+    if (urlButtons.length) {
+      parameters.buttons = urlButtons.map((b) => ({
+        index: b.index,
+        parameters: b.keys.map((k) => buttons[`${b.index}:${k}`] ?? ""),
+      }));
+    }
+    return parameters;
+  };
+
+  // The live count: the form as it stands (saved or not), asked again once typing pauses.
+  const [tName = "", tLanguage = ""] = templateKey.split("|");
+  const draftBody = useDebounced(
+    JSON.stringify({
+      audience: audienceOf(tagsAny, tagsNone, attributes),
+      ...(templateKey ? { template: { name: tName, language: tLanguage }, parameters: parametersOf() } : {}),
+    }),
+    300,
+  );
   const preview = useQuery({
-    queryKey: ["campaigns", id, "preview"],
-    enabled: Boolean(id),
-    queryFn: () => api<Preview>(`/api/campaigns/${id}/preview`),
+    queryKey: ["campaigns", "draft-preview", draftBody],
+    queryFn: () => api<Preview>("/api/campaigns/preview", { method: "POST", body: JSON.parse(draftBody) }),
+    placeholderData: (previous) => previous,
   });
 
   const payload = () => {
     const [tName = "", language = ""] = templateKey.split("|");
-    const parameters: Record<string, unknown> = {};
-    if (bodyKeys.length) parameters.body = named ? body : bodyKeys.map((k) => body[k] ?? "");
-    if (headerKeys.length) parameters.header = headerKeys.map((k) => header[k] ?? "");
+    const parameters = parametersOf();
     return {
       name: name.trim() || "Untitled campaign",
       template: { name: tName, language },
@@ -222,6 +275,19 @@ export function CampaignWizard() {
               />
             </label>
           ))}
+          {urlButtons.flatMap((b) =>
+            b.keys.map((k) => (
+              <label key={`u${b.index}:${k}`}>
+                {`Button "${b.text}" URL {{${k}}}`}
+                <input
+                  value={buttons[`${b.index}:${k}`] ?? ""}
+                  placeholder="{{contact.phone}}"
+                  title={b.url}
+                  onChange={(e) => setButtons({ ...buttons, [`${b.index}:${k}`]: e.target.value })}
+                />
+              </label>
+            )),
+          )}
           <p className="muted">Preview for a contact named {SAMPLE.name}:</p>
           <blockquote data-testid="rendered-preview">{rendered}</blockquote>
         </section>
@@ -245,7 +311,7 @@ export function CampaignWizard() {
           />
         </label>
         <button type="button" className="btn" disabled={busy || !templateKey} onClick={() => void save()}>
-          {id ? "Save and count" : "Save draft and count"}
+          {id ? "Save" : "Save draft"}
         </button>
         {notice ? (
           <p className="form-notice" role="status">
@@ -254,7 +320,7 @@ export function CampaignWizard() {
         ) : null}
         <FormError error={error} />
       </section>
-      {id && preview.data ? (
+      {preview.data ? (
         <section className="card" aria-label="Audience preview">
           <h2>4. Who gets it</h2>
           <p data-testid="recipient-count">
@@ -264,6 +330,11 @@ export function CampaignWizard() {
             Left out: {preview.data.excluded.opted_out} opted out, {preview.data.excluded.no_address} without
             a number, {preview.data.excluded.duplicate} duplicates.
           </p>
+          {preview.data.template_problem ? (
+            <p className="muted" data-testid="template-problem">
+              Samples once the parameters are complete: {preview.data.template_problem}
+            </p>
+          ) : null}
           <ol className="samples">
             {preview.data.samples.map((s) => (
               <li key={s.contact_id}>
@@ -272,7 +343,7 @@ export function CampaignWizard() {
             ))}
           </ol>
         </section>
-      ) : id && preview.isError ? (
+      ) : preview.isError ? (
         <FormError error={preview.error.message} />
       ) : null}
       {id ? (

@@ -23,7 +23,11 @@ export interface Campaign {
   name: string;
   status: CampaignStatus;
   template: { name: string; language: string };
-  parameters: { header?: string[]; body?: string[] | Record<string, string> };
+  parameters: {
+    header?: string[];
+    body?: string[] | Record<string, string>;
+    buttons?: Array<{ index: number; parameters: string[] }>;
+  };
   audience: { tags_any?: string[]; tags_none?: string[]; attributes?: Record<string, string> };
   scheduled_at: string | null;
   started_at: string | null;
@@ -42,6 +46,8 @@ export interface Preview {
     text: string;
     missing: string | null;
   }>;
+  /** Draft previews only: why there are no samples yet (the template or its parameters). */
+  template_problem?: string | null;
 }
 
 export interface Recipient {

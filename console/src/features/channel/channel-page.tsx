@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import type { ChannelHealth } from "../../lib/types";
-import { Badge, Field, FormError, formErrors, PageHeader, Spinner } from "../../lib/ui";
+import { Badge, CopyField, Field, FormError, formErrors, PageHeader, Spinner } from "../../lib/ui";
 
 const REASONS: Record<string, string> = {
   no_config: "No WhatsApp number is connected yet.",
@@ -149,6 +149,15 @@ export function ChannelPage() {
         ) : (
           <FormError error={health.error?.message} />
         )}
+      </section>
+
+      <section className="card" aria-labelledby="callback-title">
+        <h2 id="callback-title">Webhook for Meta</h2>
+        <p className="muted">
+          In your Meta app, WhatsApp → Configuration → Webhook: paste this callback URL, the verify token you
+          set below, and subscribe to the <code>messages</code> field.
+        </p>
+        <CopyField label="Callback URL" value={`${window.location.origin}/api/messaging/webhook`} />
       </section>
 
       <section className="card" aria-labelledby="connect-title">

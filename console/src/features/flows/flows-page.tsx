@@ -124,8 +124,8 @@ export function FlowsPage() {
                       <span className="muted"> · {(f.trigger_config.keywords as string[]).join(", ")}</span>
                     ) : null}
                   </td>
-                  {counted ? <td>{f.execution_count ?? 0}</td> : null}
-                  <td>{shortTime(f.updated_at)}</td>
+                  {counted ? <td data-label="Runs">{f.execution_count ?? 0}</td> : null}
+                  <td data-label="Updated">{shortTime(f.updated_at)}</td>
                   <td className="row-actions">
                     <Link href={`/flows/${f.id}/runs`} aria-label={`Runs of ${f.name}`}>
                       Runs

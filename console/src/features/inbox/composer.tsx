@@ -1,5 +1,5 @@
 import { useMutation } from "@tanstack/react-query";
-import { type FormEvent, type KeyboardEvent, useId, useRef, useState } from "react";
+import { type FormEvent, type KeyboardEvent, useEffect, useId, useRef, useState } from "react";
 import { api } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
@@ -75,12 +75,36 @@ function TemplatePicker(props: { conversationId: string; onSent: () => void }) {
   );
 }
 
+/** Dispatched on window with detail "reply" or "note": the composer takes that mode and the focus. */
+export const COMPOSE_EVENT = "wa-inbox:compose";
+
 export function Composer(props: { conversationId: string; windowOpen: boolean; onSent: () => void }) {
   const [text, setText] = useState("");
   const [mode, setMode] = useState<"reply" | "note">("reply");
   const [highlight, setHighlight] = useState(0);
   const fileRef = useRef<HTMLInputElement>(null);
+  const textRef = useRef<HTMLTextAreaElement>(null);
+  // A chosen file waits here, previewed, until the agent sends it (or takes it back).
+  const [attachment, setAttachment] = useState<{ file: File; url: string | null } | null>(null);
   const suggestionsId = useId();
+
+  // The keyboard shortcuts "r" and "n" (inbox-page) open the composer in that mode.
+  useEffect(() => {
+    const onCompose = (e: Event) => {
+      const wanted = (e as CustomEvent<"reply" | "note">).detail;
+      if (wanted === "reply" && !props.windowOpen) return;
+      setMode(wanted);
+      requestAnimationFrame(() => textRef.current?.focus());
+    };
+    window.addEventListener(COMPOSE_EVENT, onCompose);
+    return () => window.removeEventListener(COMPOSE_EVENT, onCompose);
+  }, [props.windowOpen]);
+  useEffect(
+    () => () => {
+      if (attachment?.url) URL.revokeObjectURL(attachment.url);
+    },
+    [attachment],
+  );
   const canned = useCannedResponses();
 
   const shortcut = mode === "reply" && /^\/[a-z0-9_-]*$/.test(text) ? text.slice(1) : null;
@@ -110,6 +134,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
     },
     onSuccess: () => {
       setText("");
+      setAttachment(null);
       props.onSent();
     },
   });
@@ -186,6 +211,30 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
           ))}
         </ul>
       ) : null}
+      {attachment ? (
+        <section className="attachment-preview" aria-label="Attachment to send">
+          {attachment.url ? (
+            <img src={attachment.url} alt={`Preview of ${attachment.file.name}`} />
+          ) : (
+            <Icon d={ICONS.file} size={28} />
+          )}
+          <span className="attachment-name">
+            {attachment.file.name}{" "}
+            <span className="muted">({Math.max(1, Math.round(attachment.file.size / 1024))} KB)</span>
+          </span>
+          <button
+            type="button"
+            className="btn btn-primary btn-small"
+            onClick={() => upload.mutate(attachment.file)}
+            disabled={upload.isPending}
+          >
+            Send attachment
+          </button>
+          <button type="button" className="btn btn-small" onClick={() => setAttachment(null)}>
+            Remove
+          </button>
+        </section>
+      ) : null}
       <div className="composer-row">
         {mode === "reply" ? (
           <>
@@ -197,7 +246,11 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
               tabIndex={-1}
               onChange={(e) => {
                 const file = e.target.files?.[0];
-                if (file) upload.mutate(file);
+                if (file)
+                  setAttachment({
+                    file,
+                    url: file.type.startsWith("image/") ? URL.createObjectURL(file) : null,
+                  });
                 e.target.value = "";
               }}
             />
@@ -213,6 +266,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
           </>
         ) : null}
         <textarea
+          ref={textRef}
           aria-label={mode === "note" ? "Internal note" : "Message"}
           placeholder={
             mode === "note"

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useEffect, useState } from "react";
 import { api } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
@@ -13,15 +13,51 @@ export function ContactPanel(props: {
 }) {
   const client = useQueryClient();
   const [tag, setTag] = useState("");
-  const saveTags = useMutation({
-    mutationFn: (tags: string[]) =>
-      api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: { tags } }),
-    onSuccess: () => {
-      setTag("");
-      void client.invalidateQueries({ queryKey: ["conversations"] });
-      void client.invalidateQueries({ queryKey: ["contacts"] });
+  const [name, setName] = useState(props.contact.name ?? "");
+  const [attrKey, setAttrKey] = useState("");
+  const [attrValue, setAttrValue] = useState("");
+  // Another agent's rename shows here when this field is not being edited.
+  const [editingName, setEditingName] = useState(false);
+  // Shown as clicked at once; the stored value (and another agent's change) follows.
+  const [optedOut, setOptedOut] = useState(props.contact.opted_out === true);
+  useEffect(() => setOptedOut(props.contact.opted_out === true), [props.contact.opted_out]);
+  if (!editingName && (props.contact.name ?? "") !== name) setName(props.contact.name ?? "");
+  const refresh = () => {
+    void client.invalidateQueries({ queryKey: ["conversation", props.conversation.id] });
+    void client.invalidateQueries({ queryKey: ["conversations"] });
+    void client.invalidateQueries({ queryKey: ["contacts"] });
+  };
+  const save = useMutation({
+    mutationFn: (patch: {
+      tags?: string[];
+      name?: string | null;
+      attributes?: Record<string, string>;
+      opted_out?: boolean;
+    }) => api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: patch }),
+    onSuccess: (_answer, patch) => {
+      if (patch.tags) setTag("");
+      if (patch.attributes) {
+        setAttrKey("");
+        setAttrValue("");
+      }
+      if (patch.name !== undefined) setEditingName(false);
+      refresh();
     },
   });
+  const saveTags = { mutate: (tags: string[]) => save.mutate({ tags }) };
+  const attributes = props.contact.attributes ?? {};
+  const saveName = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate({ name: name.trim() || null });
+  };
+  const addAttribute = (e: FormEvent) => {
+    e.preventDefault();
+    if (attrKey.trim()) save.mutate({ attributes: { ...attributes, [attrKey.trim()]: attrValue } });
+  };
+  const removeAttribute = (key: string) => {
+    const { [key]: _gone, ...rest } = attributes;
+    save.mutate({ attributes: rest });
+  };
   const tags = props.contact.tags ?? [];
   const add = (e: FormEvent) => {
     e.preventDefault();
@@ -41,6 +77,29 @@ export function ContactPanel(props: {
           <Icon d={ICONS.close} size={18} />
         </button>
       </div>
+      <form className="inline-form" onSubmit={saveName}>
+        <input
+          aria-label="Contact name"
+          placeholder="Name"
+          value={name}
+          onFocus={() => setEditingName(true)}
+          onChange={(e) => setName(e.target.value)}
+        />
+        <button type="submit" className="btn btn-small" disabled={name === (props.contact.name ?? "")}>
+          Save
+        </button>
+      </form>
+      <label className="check-row">
+        <input
+          type="checkbox"
+          checked={optedOut}
+          onChange={(e) => {
+            setOptedOut(e.target.checked);
+            save.mutate({ opted_out: e.target.checked });
+          }}
+        />
+        Opted out (agents and campaigns send nothing)
+      </label>
       <dl className="facts">
         <dt>Phone</dt>
         <dd>{props.contact.phone ? `+${props.contact.phone}` : "—"}</dd>
@@ -61,7 +120,7 @@ export function ContactPanel(props: {
               aria-label={`Remove tag ${t}`}
               onClick={() => saveTags.mutate(tags.filter((x) => x !== t))}
             >
-              ×
+              <Icon d={ICONS.close} size={14} />
             </button>
           </li>
         ))}
@@ -77,7 +136,42 @@ export function ContactPanel(props: {
           Add
         </button>
       </form>
-      <FormError error={saveTags.error?.message} />
+      <h3>Attributes</h3>
+      <dl className="attribute-list" aria-label="Attributes">
+        {Object.keys(attributes).length === 0 ? <p className="muted">No attributes</p> : null}
+        {Object.entries(attributes).map(([key, value]) => (
+          <div key={key} className="attribute-row">
+            <dt>{key}</dt>
+            <dd>{value}</dd>
+            <button
+              type="button"
+              className="tag-remove"
+              aria-label={`Remove attribute ${key}`}
+              onClick={() => removeAttribute(key)}
+            >
+              <Icon d={ICONS.close} size={14} />
+            </button>
+          </div>
+        ))}
+      </dl>
+      <form className="inline-form attribute-form" onSubmit={addAttribute}>
+        <input
+          aria-label="Attribute name"
+          placeholder="name"
+          value={attrKey}
+          onChange={(e) => setAttrKey(e.target.value)}
+        />
+        <input
+          aria-label="Attribute value"
+          placeholder="value"
+          value={attrValue}
+          onChange={(e) => setAttrValue(e.target.value)}
+        />
+        <button type="submit" className="btn btn-small">
+          Set
+        </button>
+      </form>
+      <FormError error={save.error?.message} />
     </aside>
   );
 }

@@ -1,4 +1,4 @@
-import { useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { api, listOf } from "../../lib/api";
 import { pollInterval } from "../../lib/live";
 import type { CannedResponse, Conversation, Member, Message, WaTemplate } from "../../lib/types";
@@ -15,22 +15,44 @@ export interface Counts {
   closed: number;
   mine: number;
   unassigned: number;
+  /** Conversations (not closed) with customer messages nobody has read; older servers omit it. */
+  unread?: number;
 }
 
+/** Conversations a page at a time (50), the next page fetched as the list scrolls near its end. */
 export function useConversations(filters: ConversationFilters) {
-  return useQuery({
+  return useInfiniteQuery({
     queryKey: ["conversations", filters],
-    queryFn: () => {
-      const params = new URLSearchParams({ limit: "100" });
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) => {
+      const params = new URLSearchParams({ limit: String(CONVERSATION_PAGE) });
       if (filters.status !== "all") params.set("status", filters.status);
       if (filters.assigned !== "all") params.set("assigned_to", filters.assigned);
       if (filters.q.trim()) params.set("q", filters.q.trim());
+      if (pageParam) params.set("cursor", pageParam);
       return api<{ conversations: Conversation[]; next_cursor: string | null }>(
         `/api/conversations?${params}`,
       );
     },
+    getNextPageParam: (last) => last.next_cursor,
     refetchInterval: pollInterval,
     placeholderData: (previous) => previous,
+  });
+}
+
+export const CONVERSATION_PAGE = 50;
+
+/**
+ * One conversation, from its own route: the thread header and the contact panel read it (never
+ * the list, which may be filtered, paged or stale). Events for it invalidate ["conversation", id].
+ */
+export function useConversation(id: string | undefined) {
+  return useQuery({
+    queryKey: ["conversation", id],
+    enabled: Boolean(id),
+    queryFn: () =>
+      api<{ conversation: Conversation }>(`/api/conversations/${id}`).then((r) => r.conversation),
+    refetchInterval: pollInterval,
   });
 }
 

@@ -1,15 +1,16 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef, useState } from "react";
+import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
+import { Fragment, useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
 import { api } from "../../lib/api";
-import { contactLabel, fullTime, shortTime } from "../../lib/format";
+import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
 import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
 import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
-import { useMembers, useMessages } from "./inbox-api";
+import { useConversation, useMembers, useMessages } from "./inbox-api";
 
 const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
 
@@ -25,17 +26,99 @@ function Ticks({ status }: { status: string }) {
             ? "Not delivered"
             : "Sending";
   const glyph =
-    status === "read" || status === "delivered"
-      ? "✓✓"
-      : status === "sent"
-        ? "✓"
-        : status === "failed"
-          ? "!"
-          : "◷";
+    status === "read" || status === "delivered" ? (
+      <CheckCheck size={15} aria-hidden="true" />
+    ) : status === "sent" ? (
+      <Check size={15} aria-hidden="true" />
+    ) : status === "failed" ? (
+      <CircleAlert size={15} aria-hidden="true" />
+    ) : (
+      <Clock size={14} aria-hidden="true" />
+    );
   return (
     <span className={`ticks ticks-${status}`} role="img" aria-label={label} title={label}>
       {glyph}
     </span>
+  );
+}
+
+/** A picture at least a readable size in the thread; a click shows it whole in a viewer. */
+function ImageWithViewer({ url, alt }: { url: string; alt: string }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  return (
+    <>
+      <button
+        type="button"
+        className="media-link"
+        aria-label="View image"
+        onClick={() => dialog.current?.showModal()}
+      >
+        <img src={url} alt={alt} className="media-image" loading="lazy" />
+      </button>
+      <dialog
+        ref={dialog}
+        className="image-viewer"
+        aria-label="Image viewer"
+        onClick={(e) => {
+          if (e.target === e.currentTarget) dialog.current?.close();
+        }}
+        onKeyDown={(e) => {
+          if (e.key === "Escape") dialog.current?.close();
+        }}
+      >
+        <img src={url} alt={alt} />
+        <div className="image-viewer-actions">
+          <a href={url} target="_blank" rel="noreferrer" className="btn btn-small">
+            Open original
+          </a>
+          <button type="button" className="btn btn-small" onClick={() => dialog.current?.close()}>
+            Close
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+/** What a bot's interactive message offered: its reply buttons, or its list's rows. */
+function InteractiveChoices({ m }: { m: Message }) {
+  const interactive = (m.payload as { interactive?: Record<string, unknown> } | null | undefined)
+    ?.interactive;
+  if (!interactive) return null;
+  const action = (interactive.action ?? {}) as {
+    buttons?: Array<{ reply?: { id?: string; title?: string } }>;
+    button?: string;
+    sections?: Array<{ title?: string; rows?: Array<{ id?: string; title?: string; description?: string }> }>;
+  };
+  const body = (interactive.body as { text?: string } | undefined)?.text;
+  const buttons = (action.buttons ?? []).map((b) => b.reply?.title).filter(Boolean) as string[];
+  const rows = (action.sections ?? []).flatMap((section) =>
+    (section.rows ?? []).map((row) => ({ ...row, section: section.title })),
+  );
+  return (
+    <>
+      {body && !m.text ? <p className="bubble-text">{body}</p> : null}
+      {buttons.length ? (
+        <ul className="choice-buttons" aria-label="Buttons offered">
+          {buttons.map((title) => (
+            <li key={title}>{title}</li>
+          ))}
+        </ul>
+      ) : null}
+      {rows.length ? (
+        <div className="choice-list">
+          {action.button ? <p className="choice-list-title">{action.button}</p> : null}
+          <ul aria-label="List offered">
+            {rows.map((row) => (
+              <li key={`${row.section ?? ""}:${row.id ?? row.title}`}>
+                <span>{row.title}</span>
+                {row.description ? <span className="muted">{row.description}</span> : null}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </>
   );
 }
 
@@ -52,16 +135,7 @@ function MediaPreview({ m }: { m: Message }) {
       </p>
     );
   if (m.type === "image" || m.type === "sticker") {
-    return (
-      <a href={url} target="_blank" rel="noreferrer" className="media-link">
-        <img
-          src={url}
-          alt={media.caption || "Image from the conversation"}
-          className="media-image"
-          loading="lazy"
-        />
-      </a>
-    );
+    return <ImageWithViewer url={url} alt={media.caption || "Image from the conversation"} />;
   }
   if (m.type === "video")
     return (
@@ -77,7 +151,7 @@ function MediaPreview({ m }: { m: Message }) {
     );
   return (
     <a href={url} className="media-doc" download={media.filename ?? true}>
-      📄 {media.filename ?? "Document"}
+      <Icon d={ICONS.file} size={18} /> {media.filename ?? "Document"}
     </a>
   );
 }
@@ -86,6 +160,8 @@ function Bubble(props: {
   m: Message;
   onReact: (m: Message, emoji: string) => void;
   myId: string | undefined;
+  /** The name of the agent who sent an outbound message or wrote a note. */
+  author?: string;
 }) {
   const { m } = props;
   const [picking, setPicking] = useState(false);
@@ -94,7 +170,7 @@ function Bubble(props: {
     return (
       <li className="bubble-row note-row">
         <div className="bubble note">
-          <span className="note-label">Internal note</span>
+          <span className="note-label">Internal note{props.author ? ` · ${props.author}` : ""}</span>
           <p className="bubble-text">{m.text}</p>
           <span className="bubble-meta">{shortTime(m.created_at)}</span>
         </div>
@@ -110,10 +186,14 @@ function Bubble(props: {
         className={`bubble ${outbound ? "out" : "in"}${m.sender_type === "bot" ? " bot" : ""}${m.status === "failed" ? " failed" : ""}`}
       >
         {m.sender_type === "bot" ? <span className="bot-label">Bot</span> : null}
+        {outbound && m.sender_type === "agent" && props.author ? (
+          <span className="author-label">{props.author}</span>
+        ) : null}
         {m.type === "template" ? <span className="bot-label">Template</span> : null}
         <MediaPreview m={m} />
         {m.text || m.media?.caption ? <p className="bubble-text">{m.text ?? m.media?.caption}</p> : null}
         {!m.text && m.interactive?.title ? <p className="bubble-text">{m.interactive.title}</p> : null}
+        <InteractiveChoices m={m} />
         {m.type === "unsupported" ? <p className="bubble-text muted">Unsupported message</p> : null}
         <span className="bubble-meta">
           <time dateTime={m.created_at} title={fullTime(m.created_at)}>
@@ -168,15 +248,14 @@ function Bubble(props: {
   );
 }
 
-export function Thread(props: { conversationId: string; conversation: Conversation | undefined }) {
+export function Thread(props: { conversationId: string }) {
   const client = useQueryClient();
   const me = useMe();
   const members = useMembers();
   const messages = useMessages(props.conversationId);
-  // The list may filter the conversation out (a status change): keep showing the last known one.
-  const known = useRef(props.conversation);
-  if (props.conversation) known.current = props.conversation;
-  const conversation = known.current;
+  // The conversation's own query: the list may be filtered, paged or behind.
+  const own = useConversation(props.conversationId);
+  const conversation = own.data;
   const [showContact, setShowContact] = useState(false);
   // What opening the conversation already tried to mark read: a failure is not retried in a loop.
   const autoRead = useRef("");
@@ -191,6 +270,7 @@ export function Thread(props: { conversationId: string; conversation: Conversati
     void client.invalidateQueries({ queryKey: ["messages", props.conversationId] });
     void client.invalidateQueries({ queryKey: ["conversations"] });
     void client.invalidateQueries({ queryKey: ["counts"] });
+    void client.invalidateQueries({ queryKey: ["conversation", props.conversationId] });
   };
 
   const react = useMutation({
@@ -200,7 +280,22 @@ export function Thread(props: { conversationId: string; conversation: Conversati
   });
   const patch = useMutation({
     mutationFn: (body: { status?: ConversationStatus; assigned_to?: string | null }) =>
-      api(`/api/conversations/${props.conversationId}`, { method: "PATCH", body }),
+      api<{ conversation: Conversation }>(`/api/conversations/${props.conversationId}`, {
+        method: "PATCH",
+        body,
+      }),
+    // The select shows the choice at once, and the service's answer after.
+    onMutate: (body) => {
+      const key = ["conversation", props.conversationId];
+      void client.cancelQueries({ queryKey: key });
+      const before = client.getQueryData<Conversation>(key);
+      if (before) client.setQueryData<Conversation>(key, { ...before, ...body });
+      return { before };
+    },
+    onError: (_error, _body, context) => {
+      if (context?.before) client.setQueryData(["conversation", props.conversationId], context.before);
+    },
+    onSuccess: (answer) => client.setQueryData(["conversation", props.conversationId], answer.conversation),
     onSettled: refresh,
   });
   const markRead = useMutation({
@@ -221,6 +316,7 @@ export function Thread(props: { conversationId: string; conversation: Conversati
   }, [unread, marking, markReadNow, props.conversationId, lastMessageId]);
 
   const name = conversation ? contactLabel(conversation.contact) : "Conversation";
+  const memberNames = new Map((members.data ?? []).map((m) => [m.user_id, m.name]));
   const windowOpen =
     conversation?.window_expires_at === undefined
       ? true
@@ -300,14 +396,25 @@ export function Thread(props: { conversationId: string; conversation: Conversati
           <Spinner />
         ) : (
           <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite">
-            {messages.data?.map((m) => (
-              <Bubble
-                key={m.id}
-                m={m}
-                myId={me.data?.user.id}
-                onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
-              />
-            ))}
+            {messages.data?.map((m, i, all) => {
+              const previous = all[i - 1];
+              const newDay = !previous || dayKey(previous.created_at) !== dayKey(m.created_at);
+              return (
+                <Fragment key={m.id}>
+                  {newDay ? (
+                    <li className="day-separator">
+                      <span>{dayLabel(m.created_at)}</span>
+                    </li>
+                  ) : null}
+                  <Bubble
+                    m={m}
+                    myId={me.data?.user.id}
+                    author={m.sender_user_id ? memberNames.get(m.sender_user_id) : undefined}
+                    onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
+                  />
+                </Fragment>
+              );
+            })}
           </ol>
         )}
         <Composer conversationId={props.conversationId} windowOpen={windowOpen} onSent={refresh} />

@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { api, listOf } from "../../lib/api";
 import { fullTime, shortTime } from "../../lib/format";
 import type { ApiKey } from "../../lib/types";
-import { Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
+import { CopyField, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
 
 export function ApiKeysSettings() {
   const client = useQueryClient();
@@ -83,12 +83,7 @@ export function ApiKeysSettings() {
         {create.data ? (
           <div className="secret-box" role="status">
             <p>Copy the key now: it is not shown again.</p>
-            <input
-              readOnly
-              aria-label="New API key"
-              value={create.data.key}
-              onFocus={(e) => e.target.select()}
-            />
+            <CopyField label="New API key" value={create.data.key} />
           </div>
         ) : null}
       </section>

@@ -1,9 +1,9 @@
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { useIsOwner, useMe } from "../../lib/session";
-import { Badge, Field, FormError, formErrors } from "../../lib/ui";
+import { Badge, CopyField, Field, FormError, formErrors } from "../../lib/ui";
 import { useMembers } from "../inbox/inbox-api";
 
 export function TeamSettings() {
@@ -11,7 +11,17 @@ export function TeamSettings() {
   const owner = useIsOwner();
   const members = useMembers();
   const [email, setEmail] = useState("");
+  const client = useQueryClient();
+  const pending = useQuery({
+    queryKey: ["invitations"],
+    enabled: owner,
+    queryFn: () =>
+      api<{ invitations: Array<{ id: string; email: string; expires_at: string }> }>(
+        "/api/accounts/invitations",
+      ).then((r) => r.invitations),
+  });
   const invite = useMutation({
+    onSuccess: () => void client.invalidateQueries({ queryKey: ["invitations"] }),
     mutationFn: () =>
       api<{ invitation: { id: string; email: string; token: string; expires_at: string } }>(
         "/api/accounts/invitations",
@@ -70,9 +80,22 @@ export function TeamSettings() {
                 {fullTime(invite.data?.invitation.expires_at)}. You may also send them this one: only they can
                 accept it, signed in with that email once it is verified.
               </p>
-              <input readOnly aria-label="Invitation link" value={link} onFocus={(e) => e.target.select()} />
+              <CopyField label="Invitation link" value={link} />
             </div>
           ) : null}
+          <h3>Pending invitations</h3>
+          {pending.data?.length ? (
+            <ul className="item-list" aria-label="Pending invitations">
+              {pending.data.map((i) => (
+                <li key={i.id}>
+                  <span>{i.email}</span>
+                  <span className="muted">until {fullTime(i.expires_at)}</span>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p className="muted">None: everyone invited has joined.</p>
+          )}
         </section>
       ) : null}
     </div>

@@ -65,8 +65,8 @@ export function TemplateSettings() {
               {list.map((t) => (
                 <tr key={t.id}>
                   <td>{t.name}</td>
-                  <td>{t.language}</td>
-                  <td>{t.category}</td>
+                  <td data-label="Language">{t.language}</td>
+                  <td data-label="Category">{t.category}</td>
                   <td>
                     <Badge
                       tone={t.status === "APPROVED" ? "ok" : t.status === "REJECTED" ? "bad" : "neutral"}
@@ -75,7 +75,7 @@ export function TemplateSettings() {
                     </Badge>
                   </td>
                   <td className="clip">{t.components.find((c) => c.type.toUpperCase() === "BODY")?.text}</td>
-                  <td>{shortTime(t.updated_at)}</td>
+                  <td data-label="Updated">{shortTime(t.updated_at)}</td>
                 </tr>
               ))}
             </tbody>

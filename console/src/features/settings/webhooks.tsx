@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { api, listOf } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
-import { Badge, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
+import { Badge, CopyField, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
 
 const EVENT_TYPES = [
   "message.received",
@@ -141,12 +141,7 @@ export function WebhookSettings() {
         {create.data ? (
           <div className="secret-box" role="status">
             <p>The signing secret, shown once:</p>
-            <input
-              readOnly
-              aria-label="Signing secret"
-              value={create.data.secret}
-              onFocus={(e) => e.target.select()}
-            />
+            <CopyField label="Signing secret" value={create.data.secret} />
           </div>
         ) : null}
       </section>

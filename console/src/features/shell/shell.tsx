@@ -1,24 +1,86 @@
 import { useQueryClient } from "@tanstack/react-query";
-import type { ReactNode } from "react";
+import {
+  Bell,
+  BellOff,
+  Megaphone,
+  MessageSquare,
+  Moon,
+  Settings,
+  Smartphone,
+  Sun,
+  SunMoon,
+  Users,
+  Workflow,
+} from "lucide-react";
+import { type ReactNode, useEffect } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../../lib/api";
 import { useOnline } from "../../lib/connection";
 import { useLiveMode } from "../../lib/live";
+import { toggleNotifications, useNotifyState } from "../../lib/notify";
 import { useMe } from "../../lib/session";
+import { NEXT_THEME, setTheme, useTheme } from "../../lib/theme";
 import { Icon } from "../../lib/ui";
+import { useCounts } from "../inbox/inbox-api";
 
 const NAV = [
-  { href: "/inbox", label: "Inbox", icon: "M4 4h16v12H8l-4 4z" },
-  { href: "/contacts", label: "Contacts", icon: "M12 12a4 4 0 1 0 0-8 4 4 0 0 0 0 8zm-7 8a7 7 0 0 1 14 0z" },
-  { href: "/campaigns", label: "Campaigns", icon: "M3 11v2l13 5V6zM16 8a4 4 0 0 1 0 8M6 13l1 6h3l-1-5" },
-  { href: "/flows", label: "Flows", icon: "M5 5h5v5H5zM14 14h5v5h-5zM7.5 10v4.5H14" },
-  { href: "/channel", label: "Channel", icon: "M6 3h12v18H6zM10 18h4" },
-  {
-    href: "/settings",
-    label: "Settings",
-    icon: "M12 8a4 4 0 1 0 0 8 4 4 0 0 0 0-8zM3 12h2M19 12h2M12 3v2M12 19v2",
-  },
+  { href: "/inbox", label: "Inbox", icon: MessageSquare },
+  { href: "/contacts", label: "Contacts", icon: Users },
+  { href: "/campaigns", label: "Campaigns", icon: Megaphone },
+  { href: "/flows", label: "Flows", icon: Workflow },
+  { href: "/channel", label: "Channel", icon: Smartphone },
+  { href: "/settings", label: "Settings", icon: Settings },
 ];
+
+const LIVE_LABELS = {
+  stream: "Live",
+  polling: "Live (polling)",
+  connecting: "Connecting",
+  offline: "Offline",
+} as const;
+
+const NOTIFY_LABELS = {
+  unsupported: "Notifications are not supported by this browser",
+  blocked: "Notifications are blocked in the browser's site settings",
+  ask: "Turn on notifications",
+  on: "Notifications on (turn off)",
+  off: "Notifications off (turn on)",
+} as const;
+
+/** New messages in my conversations and new assignments: a notification and a sound. */
+function NotifySwitch() {
+  const state = useNotifyState();
+  return (
+    <button
+      type="button"
+      className="icon-btn theme-switch"
+      aria-label={NOTIFY_LABELS[state]}
+      title={NOTIFY_LABELS[state]}
+      disabled={state === "unsupported" || state === "blocked"}
+      onClick={() => void toggleNotifications()}
+    >
+      <Icon d={state === "on" ? Bell : BellOff} size={18} />
+    </button>
+  );
+}
+
+const THEME_LABELS = { system: "System theme", light: "Light theme", dark: "Dark theme" } as const;
+
+/** Cycles system → light → dark; says which one is on. */
+function ThemeSwitch() {
+  const theme = useTheme();
+  return (
+    <button
+      type="button"
+      className="icon-btn theme-switch"
+      aria-label={`${THEME_LABELS[theme]} (change)`}
+      title={THEME_LABELS[theme]}
+      onClick={() => setTheme(NEXT_THEME[theme])}
+    >
+      <Icon d={theme === "dark" ? Moon : theme === "light" ? Sun : SunMoon} size={18} />
+    </button>
+  );
+}
 
 export function ConnectionBanner() {
   const online = useOnline();
@@ -30,11 +92,24 @@ export function ConnectionBanner() {
   );
 }
 
+/** "(3) wa-inbox": the tab says how many conversations wait unread, wherever the console is. */
+function useUnreadTitle() {
+  const counts = useCounts();
+  const unread = counts.data?.unread ?? 0;
+  useEffect(() => {
+    document.title = unread > 0 ? `(${unread}) wa-inbox` : "wa-inbox";
+  }, [unread]);
+}
+
 export function Shell({ children }: { children: ReactNode }) {
+  useUnreadTitle();
   const me = useMe();
   const [location, navigate] = useLocation();
   const client = useQueryClient();
-  const live = useLiveMode();
+  const online = useOnline();
+  // One source of truth: the banner's lost connection wins over the stream's last state.
+  const mode = useLiveMode();
+  const live = online ? mode : "offline";
 
   const signOut = async () => {
     await api("/api/auth/sign-out", { method: "POST", body: {}, allowUnauthorized: true }).catch(() => {});
@@ -75,12 +150,11 @@ export function Shell({ children }: { children: ReactNode }) {
             <span className="whoami-account">
               {me.data?.account?.name} · {me.data?.profile.role}
             </span>
-            <span
-              className={`live-dot live-${live}`}
-              title={live === "stream" ? "Live" : live === "polling" ? "Live (polling)" : "Connecting"}
-            >
-              {live === "stream" ? "Live" : live === "polling" ? "Live (polling)" : "Connecting"}
-            </span>
+            <span className={`live-dot live-${live}`}>{LIVE_LABELS[live]}</span>
+          </div>
+          <div className="sidebar-switches">
+            <NotifySwitch />
+            <ThemeSwitch />
           </div>
           <button type="button" className="btn btn-ghost btn-small" onClick={signOut}>
             Sign out

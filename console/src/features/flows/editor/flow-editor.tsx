@@ -9,6 +9,7 @@ import {
   MarkerType,
   type NodeChange,
   ReactFlow,
+  type ReactFlowInstance,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "wouter";
@@ -16,6 +17,11 @@ import { api, HttpError } from "../../../lib/api";
 import type { Flow, FlowNode, Issue, NodeType, TriggerType } from "../../../lib/types";
 import { Badge, FormError, ICONS, Icon, Spinner } from "../../../lib/ui";
 import { useMembers } from "../../inbox/inbox-api";
+
+/** About half a node's size on the canvas: a new node is centred on the view's middle. */
+const NODE_HALF_WIDTH = 110;
+const NODE_HALF_HEIGHT = 40;
+
 import {
   DEFAULT_CONFIGS,
   freshKey,
@@ -106,6 +112,8 @@ export default function FlowEditorPage() {
   const { id } = useParams<{ id: string }>();
   const client = useQueryClient();
   const members = useMembers();
+  const canvasRef = useRef<HTMLElement>(null);
+  const flowInstance = useRef<ReactFlowInstance<CanvasNode, Edge> | null>(null);
   const loaded = useQuery({
     queryKey: ["flow", id, "nodes"],
     queryFn: () => api<FlowWithNodes>(`/api/flows/${id}`),
@@ -291,16 +299,28 @@ export default function FlowEditorPage() {
 
   const addNode = () => {
     const key = freshKey(addType, draft.nodes);
-    const maxX = Math.max(0, ...draft.nodes.map((n) => n.position_x));
-    const midY = draft.nodes.length
-      ? draft.nodes.reduce((sum, n) => sum + n.position_y, 0) / draft.nodes.length
-      : 80;
+    // In the middle of what the canvas shows now (a node dropped off-screen is a node lost),
+    // stepped aside from any node already there.
+    const rect = canvasRef.current?.getBoundingClientRect();
+    const center =
+      flowInstance.current && rect
+        ? flowInstance.current.screenToFlowPosition({
+            x: rect.left + rect.width / 2,
+            y: rect.top + rect.height / 2,
+          })
+        : { x: 80, y: 80 };
+    let x = Math.round(center.x - NODE_HALF_WIDTH);
+    let y = Math.round(center.y - NODE_HALF_HEIGHT);
+    while (draft.nodes.some((n) => Math.abs(n.position_x - x) < 40 && Math.abs(n.position_y - y) < 40)) {
+      x += 40;
+      y += 40;
+    }
     const node: FlowNode = {
       node_key: key,
       node_type: addType,
       config: structuredClone(DEFAULT_CONFIGS[addType]),
-      position_x: maxX + 280,
-      position_y: Math.round(midY),
+      position_x: x,
+      position_y: y,
     };
     change((d) => ({
       ...d,
@@ -407,8 +427,11 @@ export default function FlowEditorPage() {
         ) : null}
       </div>
       <div className="editor-body">
-        <section className="canvas" aria-label="Flow canvas">
+        <section className="canvas" aria-label="Flow canvas" ref={canvasRef}>
           <ReactFlow
+            onInit={(instance) => {
+              flowInstance.current = instance;
+            }}
             nodes={rfNodes}
             edges={rfEdges}
             nodeTypes={nodeTypes}
@@ -437,7 +460,8 @@ export default function FlowEditorPage() {
               <option value="">Flow settings</option>
               {draft.nodes.map((n) => (
                 <option key={n.node_key} value={n.node_key}>
-                  {n.node_key} ({NODE_LABELS[n.node_type]}){byNode.get(n.node_key)?.length ? " ⚠" : ""}
+                  {n.node_key} ({NODE_LABELS[n.node_type]})
+                  {byNode.get(n.node_key)?.length ? " (has issues)" : ""}
                 </option>
               ))}
             </select>

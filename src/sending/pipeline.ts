@@ -1,0 +1,257 @@
+import type { GraphClient, OutboundMessage, SentMessage } from "../upstream/graph.js";
+import { type SendRate, SLOT_LATENESS_MS } from "./rate.js";
+
+/**
+ * An instance's outgoing sends, as asynchronous I/O: a send waits here for its
+ * number's next slot (rate.ts), then its HTTP call is in flight without a job
+ * slot or a database connection. What must survive a crash is in PostgreSQL
+ * before a send gets here (the claim and its settle job, see outcome.ts); what
+ * is in memory is bounded (`capacity`) and, on close, handed back or finished.
+ *
+ * Per number, customer-facing sends (agents, bots, reactions) take every slot
+ * before campaign sends: a campaign delays a reply by one slot at most.
+ */
+
+export type SendPriority = "customer" | "campaign";
+
+export interface QueuedSend {
+  /** Our message id, sent as Meta's `biz_opaque_callback_data` (null for a reaction). */
+  messageId: string | null;
+  phoneNumberId: string;
+  token: string;
+  to: string;
+  message: OutboundMessage;
+  /** The number's `messages_per_second`. */
+  limit: number;
+  priority: SendPriority;
+}
+
+export type SendResult =
+  | { kind: "sent"; sent: SentMessage }
+  | { kind: "error"; error: unknown }
+  /** Never went out: the instance is closing, or it waited longer than `maxWaitMs` for a slot. */
+  | { kind: "released" };
+
+export interface SendPipeline {
+  /** Resolves when Meta answered (or the send was released unsent); never rejects. */
+  send(item: QueuedSend): Promise<SendResult>;
+  /** Waits until the pipeline has room for one more send of this priority (backpressure on jobs). */
+  admit(priority: SendPriority): Promise<void>;
+  /** Tracks work that follows a send's answer (recording it) so that close() waits for it too. */
+  track(work: Promise<unknown>): void;
+  /**
+   * How long after it is handed over a send has surely ended here (answered,
+   * timed out or released): its settle job is due no earlier than this plus the
+   * unknown-outcome window.
+   */
+  readonly settleAfterMs: number;
+  /** Sends waiting for a slot plus sends in flight. */
+  size(): number;
+  /** Nothing waiting, in flight or being recorded. */
+  idle(): boolean;
+  inFlight(): number;
+  /** Releases the waiting sends, lets those in flight finish (and be recorded), at most `graceMs`. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface PipelineOptions {
+  graph: GraphClient;
+  rate: SendRate;
+  /** Sends in flight at once (the keep-alive agent's sockets). */
+  maxInFlight: number;
+  /** Sends waiting plus in flight; more wait in admit() (default 4 x maxInFlight). */
+  capacity?: number;
+  /** A send waiting longer than this for a slot is released (default 30 s). */
+  maxWaitMs?: number;
+  /** The upstream call's own timeout (the Graph client's, default 10 s). */
+  callTimeoutMs?: number;
+  /** Called when Meta refuses for throughput: the number's rate goes down (AIMD). */
+  onThrottled?: (phoneNumberId: string, rate: number) => void;
+  log?: { warn(o: object, m: string): void };
+}
+
+/** Meta's throughput and rate-limit codes: the number's rate goes down. */
+export const THROUGHPUT_CODES = new Set([4, 80007, 130429, 131056]);
+
+/** Slots reserved at once per number: fewer round trips to the store, little hoarding across instances. */
+const MAX_BATCH = 50;
+
+interface Waiting {
+  item: QueuedSend;
+  since: number;
+  resolve(result: SendResult): void;
+}
+
+interface NumberLane {
+  customer: Waiting[];
+  campaign: Waiting[];
+  pumping: boolean;
+  limit: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+export function createSendPipeline(options: PipelineOptions): SendPipeline {
+  const capacity = options.capacity ?? options.maxInFlight * 4;
+  // Room kept for customer-facing sends whatever campaigns have queued.
+  const campaignCapacity = Math.max(1, capacity - Math.max(1, Math.floor(capacity / 5)));
+  const maxWaitMs = options.maxWaitMs ?? 30_000;
+  const lanes = new Map<string, NumberLane>();
+  const admitWaiters: { priority: SendPriority; resolve: () => void }[] = [];
+  const tracked = new Set<Promise<unknown>>();
+  let waiting = 0;
+  let flying = 0;
+  let socketWaiters: Array<() => void> = [];
+  let closed = false;
+
+  const size = () => waiting + flying;
+  const roomFor = (priority: SendPriority) =>
+    size() < (priority === "customer" ? capacity : campaignCapacity);
+
+  const wakeAdmitted = () => {
+    // Customer-facing waiters first.
+    admitWaiters.sort((a, b) => (a.priority === b.priority ? 0 : a.priority === "customer" ? -1 : 1));
+    while (admitWaiters.length > 0 && (closed || roomFor(admitWaiters[0]?.priority ?? "customer"))) {
+      admitWaiters.shift()?.resolve();
+      if (!closed) break; // one at a time: the admitted send takes its room before the next is checked
+    }
+  };
+
+  const track = (work: Promise<unknown>) => {
+    tracked.add(work);
+    const done = () => tracked.delete(work);
+    work.then(done, done);
+  };
+
+  const take = (lane: NumberLane): Waiting | undefined => {
+    const next = lane.customer.shift() ?? lane.campaign.shift();
+    if (next) waiting -= 1;
+    return next;
+  };
+
+  const releaseExpired = (lane: NumberLane, now: number) => {
+    for (const key of ["customer", "campaign"] as const) {
+      const keep: Waiting[] = [];
+      for (const w of lane[key]) {
+        if (now - w.since > maxWaitMs || closed) {
+          waiting -= 1;
+          w.resolve({ kind: "released" });
+        } else keep.push(w);
+      }
+      lane[key] = keep;
+    }
+    wakeAdmitted();
+  };
+
+  const fly = (w: Waiting) => {
+    flying += 1;
+    const { item } = w;
+    const call = options.graph.sendMessage(item.token, item.phoneNumberId, item.to, item.message, {
+      callbackData: item.messageId ?? undefined,
+    });
+    const done = call.then(
+      (sent): SendResult => ({ kind: "sent", sent }),
+      (error: unknown): SendResult => {
+        const code = (error as { code?: unknown }).code;
+        if (typeof code === "number" && THROUGHPUT_CODES.has(code)) {
+          track(
+            options.rate.slowDown(item.phoneNumberId, item.limit).then(
+              (rate) => options.onThrottled?.(item.phoneNumberId, rate),
+              () => undefined,
+            ),
+          );
+        }
+        return { kind: "error", error };
+      },
+    );
+    track(
+      done.then((result) => {
+        flying -= 1;
+        const wake = socketWaiters;
+        socketWaiters = [];
+        for (const resolve of wake) resolve();
+        wakeAdmitted();
+        w.resolve(result);
+      }),
+    );
+  };
+
+  const socketFree = () =>
+    flying < options.maxInFlight ? Promise.resolve() : new Promise<void>((r) => socketWaiters.push(r));
+
+  const pump = async (phoneNumberId: string, lane: NumberLane) => {
+    lane.pumping = true;
+    try {
+      while (!closed) {
+        releaseExpired(lane, Date.now());
+        const queued = lane.customer.length + lane.campaign.length;
+        if (queued === 0) break;
+        const count = Math.min(queued, MAX_BATCH, Math.max(1, Math.floor(lane.limit / 4)));
+        let reservation: Awaited<ReturnType<SendRate["reserve"]>>;
+        try {
+          reservation = await options.rate.reserve(phoneNumberId, lane.limit, count);
+        } catch (error) {
+          options.log?.warn({ err: error, phoneNumberId }, "send rate store unavailable; retrying in 1 s");
+          await sleep(1000);
+          continue;
+        }
+        for (let i = 0; i < count && !closed; i++) {
+          const slot = reservation.firstAtMs + i * reservation.intervalMs;
+          while (Date.now() < slot) await sleep(Math.ceil(slot - Date.now()));
+          await socketFree();
+          // Not before the slot, not later than its margin: a missed slot is skipped, never bunched.
+          if (Date.now() > slot + SLOT_LATENESS_MS) continue;
+          const next = take(lane);
+          if (!next) break;
+          fly(next);
+        }
+      }
+    } finally {
+      lane.pumping = false;
+      if (closed) releaseExpired(lane, Date.now());
+    }
+  };
+
+  return {
+    send(item) {
+      if (closed) return Promise.resolve({ kind: "released" });
+      let lane = lanes.get(item.phoneNumberId);
+      if (!lane) {
+        lane = { customer: [], campaign: [], pumping: false, limit: item.limit };
+        lanes.set(item.phoneNumberId, lane);
+      }
+      lane.limit = item.limit;
+      const target = lane;
+      const result = new Promise<SendResult>((resolve) => {
+        target[item.priority].push({ item, since: Date.now(), resolve });
+      });
+      waiting += 1;
+      if (!target.pumping) {
+        void pump(item.phoneNumberId, target).finally(() => {
+          if (target.customer.length + target.campaign.length === 0 && !target.pumping) {
+            lanes.delete(item.phoneNumberId);
+          }
+        });
+      }
+      return result;
+    },
+    admit(priority) {
+      if (closed || (admitWaiters.length === 0 && roomFor(priority))) return Promise.resolve();
+      return new Promise<void>((resolve) => admitWaiters.push({ priority, resolve }));
+    },
+    track,
+    settleAfterMs: maxWaitMs + (options.callTimeoutMs ?? 10_000) + 1_000,
+    size,
+    idle: () => size() === 0 && tracked.size === 0,
+    inFlight: () => flying,
+    async close(graceMs = 10_000) {
+      closed = true;
+      for (const lane of lanes.values()) releaseExpired(lane, Date.now());
+      wakeAdmitted();
+      const deadline = Date.now() + graceMs;
+      while (tracked.size > 0 && Date.now() < deadline) {
+        await Promise.race([Promise.allSettled([...tracked]), sleep(deadline - Date.now())]);
+      }
+    },
+  };
+}

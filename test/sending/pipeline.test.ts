@@ -1,0 +1,212 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSendPipeline, type SendPipeline, type SendPriority } from "../../src/sending/pipeline.js";
+import { postgresSendRate, redisSendRate, type SendRate } from "../../src/sending/rate.js";
+import { GraphApiError, type GraphClient } from "../../src/upstream/graph.js";
+import { createTestDatabase } from "../helpers/harness.js";
+
+/**
+ * The send pipeline in process against the test database: two pipelines with
+ * their own pools stand for two instances sharing one number's schedule.
+ */
+
+let database: { url: string; drop(): Promise<void> };
+const pools: pg.Pool[] = [];
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await Promise.all(pools.map((p) => p.end()));
+  await database.drop();
+});
+
+const pool = () => {
+  const p = new pg.Pool({ connectionString: database.url, max: 4 });
+  pools.push(p);
+  return p;
+};
+
+interface Call {
+  to: string;
+  at: number;
+  callbackData: string | undefined;
+}
+
+/** A Graph API stand-in that records when each send left and answers after `answerMs`. */
+function fakeGraph(calls: Call[], options: { answerMs?: number; fail?: (n: number) => unknown } = {}) {
+  let n = 0;
+  const graph = {
+    async sendMessage(
+      _token: string,
+      _phone: string,
+      to: string,
+      _message: unknown,
+      o?: { callbackData?: string },
+    ) {
+      const index = n++;
+      calls.push({ to, at: Date.now(), callbackData: o?.callbackData });
+      await new Promise((r) => setTimeout(r, options.answerMs ?? 20));
+      const failure = options.fail?.(index);
+      if (failure) throw failure;
+      return { messageId: `wamid.${index}`, waId: to };
+    },
+  };
+  return graph as unknown as GraphClient;
+}
+
+const phone = () => `1${randomBytes(6).readUIntBE(0, 6)}`;
+
+function send(
+  pipeline: SendPipeline,
+  phoneNumberId: string,
+  to: string,
+  limit: number,
+  priority: SendPriority,
+) {
+  return pipeline.send({
+    messageId: null,
+    phoneNumberId,
+    token: "token",
+    to,
+    message: { type: "text", text: { body: to } },
+    limit,
+    priority,
+  });
+}
+
+/** The most sends found in any one-second window (each window starting at a send). */
+function busiestSecond(times: number[]): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    let j = i;
+    while (j < sorted.length && (sorted[j] as number) < (sorted[i] as number) + 1000) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
+async function twoInstancesShareTheRate(rates: [SendRate, SendRate]) {
+  const calls: Call[] = [];
+  const number = phone();
+  const pipelines = rates.map((rate) =>
+    createSendPipeline({ graph: fakeGraph(calls), rate, maxInFlight: 64 }),
+  );
+  const started = Date.now();
+  const results = await Promise.all(
+    pipelines.flatMap((p, k) =>
+      Array.from({ length: 25 }, (_, i) => send(p, number, `${k}-${i}`, 10, "customer")),
+    ),
+  );
+  const elapsed = Date.now() - started;
+  await Promise.all(pipelines.map((p) => p.close()));
+  expect(results.every((r) => r.kind === "sent")).toBe(true);
+  expect(calls).toHaveLength(50);
+  // Both instances sent (not one waiting for the other to finish).
+  expect(new Set(calls.map((c) => c.to[0]))).toEqual(new Set(["0", "1"]));
+  expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(10);
+  // 50 sends at 10 a second: the 50th cannot leave before 4.9 s.
+  expect(elapsed).toBeGreaterThanOrEqual(4_900);
+  expect(elapsed).toBeLessThan(9_000);
+}
+
+describe("the send rate across instances", () => {
+  it("two instances on PostgreSQL never exceed the number's messages_per_second in any one-second window", async () => {
+    await twoInstancesShareTheRate([postgresSendRate(pool()), postgresSendRate(pool())]);
+  }, 20_000);
+
+  it("the same with Redis (REDIS_URL) as the shared store", async () => {
+    const url = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+    const probe = new Redis(url, { lazyConnect: true, connectTimeout: 500, maxRetriesPerRequest: 0 });
+    probe.on("error", () => undefined);
+    const reachable = await probe
+      .connect()
+      .then(() => probe.ping())
+      .then(
+        () => true,
+        () => false,
+      );
+    probe.disconnect();
+    if (!reachable) {
+      console.log(
+        `SKIPPED: no Redis at ${url} (set TEST_REDIS_URL): the Redis send-rate store is not tested`,
+      );
+      return;
+    }
+    const rates: [SendRate, SendRate] = [redisSendRate(url), redisSendRate(url)];
+    try {
+      await twoInstancesShareTheRate(rates);
+    } finally {
+      await Promise.all(rates.map((r) => r.close()));
+    }
+  }, 20_000);
+});
+
+describe("AIMD on Meta's throughput errors", () => {
+  it("a 130429 halves the number's rate (once for a burst of them), which then climbs back", async () => {
+    const rate = postgresSendRate(pool());
+    const number = phone();
+    const calls: Call[] = [];
+    const throttled: number[] = [];
+    const tooFast = new GraphApiError("(#130429) Rate limit hit", { kind: "api", status: 400, code: 130429 });
+    const pipeline = createSendPipeline({
+      graph: fakeGraph(calls, { fail: (n) => (n < 3 ? tooFast : undefined) }),
+      rate,
+      maxInFlight: 64,
+      onThrottled: (_phone, r) => throttled.push(r),
+    });
+    const first = await Promise.all([1, 2, 3].map((i) => send(pipeline, number, `t${i}`, 80, "customer")));
+    expect(first.map((r) => r.kind)).toEqual(["error", "error", "error"]);
+    await pipeline.close();
+    // Three refusals within a second are one signal: 80 -> 40, not 10.
+    expect(throttled.at(-1)).toBeCloseTo(40, 0);
+    const now = await rate.reserve(number, 80, 1);
+    expect(now.rate).toBeGreaterThanOrEqual(40);
+    expect(now.rate).toBeLessThan(45);
+    // Slots are spaced for the lowered rate: (1000 + margin) / rate ms.
+    expect(now.intervalMs).toBeGreaterThan(1000 / 45);
+    await new Promise((r) => setTimeout(r, 1500));
+    const later = await rate.reserve(number, 80, 1);
+    // Additive increase: 5 % of 80 (4 messages a second) each second.
+    expect(later.rate).toBeGreaterThan(now.rate + 4);
+    expect(later.rate).toBeLessThan(80);
+    // A refusal a second later halves it again.
+    expect(await rate.slowDown(number, 80)).toBeLessThan(later.rate / 2 + 1);
+  }, 20_000);
+});
+
+describe("priority", () => {
+  it("a bot reply goes out at the number's next slot, ahead of every queued campaign send", async () => {
+    const calls: Call[] = [];
+    const number = phone();
+    const pipeline = createSendPipeline({
+      graph: fakeGraph(calls),
+      rate: postgresSendRate(pool()),
+      maxInFlight: 64,
+    });
+    const campaign = Array.from({ length: 15 }, (_, i) =>
+      send(pipeline, number, `campaign-${i}`, 5, "campaign"),
+    );
+    await new Promise((r) => setTimeout(r, 700));
+    const before = calls.length;
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(15);
+    const reply = send(pipeline, number, "bot-reply", 5, "customer");
+    const answered = await reply;
+    expect(answered.kind).toBe("sent");
+    const at = calls.findIndex((c) => c.to === "bot-reply");
+    // One slot at most: the send already waiting for the current slot may go first.
+    expect(at).toBeLessThanOrEqual(before + 1);
+    expect(calls.length).toBeLessThan(15);
+    await pipeline.close(0);
+    const results = await Promise.all(campaign);
+    // Closing hands the campaign sends that never left back (released), none is lost or sent twice.
+    const sent = results.filter((r) => r.kind === "sent").length;
+    const released = results.filter((r) => r.kind === "released").length;
+    expect(sent + released).toBe(15);
+    expect(released).toBeGreaterThan(0);
+    expect(calls.filter((c) => c.to.startsWith("campaign"))).toHaveLength(sent);
+  }, 20_000);
+});
