@@ -20,6 +20,7 @@ import pg from "pg";
 import { startEmbeddedPostgres } from "../src/db/embedded.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
+import { type ContactImportResults, runContactImportBench } from "./contact-import.js";
 import { type DurableResults, drainJobs, runDurableBench } from "./durable.js";
 import type { LoadResult, Scenario } from "./load.js";
 import {
@@ -42,6 +43,8 @@ const only = process.argv
   .find((a) => a.startsWith("--only="))
   ?.slice(7)
   .split(",");
+/** `--import-rows=N`: the contact import's size (default 1,000,000; 50,000 quick). */
+const importRows = Number(process.argv.find((a) => a.startsWith("--import-rows="))?.slice(14)) || undefined;
 /** `--profile`: write a V8 CPU profile of the service to bench/results/. */
 const profile = process.argv.includes("--profile");
 const shape: Shape = quick ? QUICK : FULL;
@@ -387,6 +390,19 @@ async function main() {
     }
   }
 
+  let contactImport: ContactImportResults | undefined;
+  if (!only || only.includes("contact_import")) {
+    contactImport = await runContactImportBench({
+      api,
+      databaseUrl: embedded.url,
+      token: member,
+      rows: importRows ?? (quick ? 50_000 : 1_000_000),
+      servicePid: service.pid!,
+      rssOf,
+      log,
+    });
+  }
+
   let durable: DurableResults | undefined;
   if (!only || only.includes("durable")) {
     // The bare reply pipeline (bench/bare.ts): the floods' yardstick, on the same database and sandbox.
@@ -438,6 +454,7 @@ async function main() {
   const report = renderReport({
     results,
     durable,
+    contactImport,
     idleRss,
     peakRss,
     seedSeconds,
@@ -465,6 +482,7 @@ type Result = LoadResult & { label: string; peakRss: number };
 function renderReport(input: {
   results: Record<string, Result>;
   durable: DurableResults | undefined;
+  contactImport: ContactImportResults | undefined;
   idleRss: number;
   peakRss: number;
   seedSeconds: number;
@@ -517,6 +535,7 @@ function renderReport(input: {
     ],
     ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
     ...durableTargets(input.durable),
+    ...contactImportTargets(input.contactImport),
   ] as const;
   const targetLines = targets.map(
     ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
@@ -528,6 +547,25 @@ function renderReport(input: {
     table: `${table}\n\n${targetTable}\n\n${memory}\n${machine}`,
     markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targetTable}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
   };
+}
+
+function contactImportTargets(r: ContactImportResults | undefined) {
+  if (!r) return [];
+  const rows: Array<readonly [string, number, (v: number) => boolean, number]> = [
+    [
+      `contact import of ${r.rows.toLocaleString("en")} rows >= 0.3 x a bare COPY of the file (${Math.round(r.rowsPerSecond).toLocaleString("en")} vs ${Math.round(r.copyRowsPerSecond).toLocaleString("en")} rows/s)`,
+      r.ratio,
+      (v) => v >= 0.3,
+      2,
+    ],
+    [
+      `contact import of ${r.rows.toLocaleString("en")} rows: service peak RSS < 250 MB`,
+      r.peakRssMb,
+      (v) => v < 250,
+      0,
+    ],
+  ];
+  return rows;
 }
 
 function durableTargets(durable: DurableResults | undefined) {

@@ -9,7 +9,9 @@ import { CampaignView } from "./features/campaigns/campaign-view";
 import { CampaignWizard } from "./features/campaigns/campaign-wizard";
 import { CampaignsPage } from "./features/campaigns/campaigns-page";
 import { ChannelPage } from "./features/channel/channel-page";
+import { ContactPage } from "./features/contacts/contact-page";
 import { ContactsPage } from "./features/contacts/contacts-page";
+import { ImportWizard } from "./features/contacts/import-wizard";
 import { FlowsPage } from "./features/flows/flows-page";
 import { RunsPage } from "./features/flows/runs-page";
 import { InboxPage } from "./features/inbox/inbox-page";
@@ -87,6 +89,8 @@ function SignedIn() {
           <Route path="/" component={() => <Redirect to="/inbox" replace />} />
           <Route path="/inbox/:id?" component={InboxPage} />
           <Route path="/contacts" component={ContactsPage} />
+          <Route path="/contacts/import" component={ImportWizard} />
+          <Route path="/contacts/:id" component={ContactPage} />
           <Route path="/campaigns" component={CampaignsPage} />
           <Route path="/campaigns/new" component={CampaignWizard} />
           <Route path="/campaigns/:id" component={CampaignView} />

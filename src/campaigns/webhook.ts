@@ -1,9 +1,8 @@
-import { and, eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import {
   campaignRecipients,
   campaigns,
-  contacts,
   messages,
   messageTemplates,
   messagingConfigs,
@@ -11,7 +10,6 @@ import {
 } from "../db/schema/index.js";
 import type { StatusUpdate, TemplateStatusChange } from "../messaging/webhook-payload.js";
 import type { InboundMessageStored } from "../messaging/webhook-store.js";
-import { getSettings, matchesKeyword } from "../settings/settings.js";
 import { campaignUpdated } from "./events.js";
 import { pauseCampaign } from "./send.js";
 
@@ -60,20 +58,8 @@ export async function applyCampaignWebhook(
          and r.status in ('sent', 'delivered', 'read', 'unknown')
       returning r.campaign_id`);
     for (const row of rows) touched.add(row.campaign_id);
-    // Keywords are at most 64 characters: a longer text needs no look at the settings.
-    if (
-      message.text &&
-      message.text.length <= 64 &&
-      ["text", "button", "interactive"].includes(message.messageType)
-    ) {
-      const settings = await getSettings(db, message.accountId);
-      if (matchesKeyword(message.text, settings.optOutKeywords)) {
-        await db
-          .update(contacts)
-          .set({ optedOut: true, updatedAt: sql`now()` })
-          .where(and(eq(contacts.id, message.contactId), eq(contacts.optedOut, false)));
-      }
-    }
+    // (Opt-out keywords, a campaign's quick-reply "Stop" included, are applied by
+    // contacts/consent.ts right after this, with their times and the reply.)
   }
   for (const campaignId of touched) await campaignUpdated(db, campaignId);
 }

@@ -2,7 +2,7 @@
  * Contacts: the account's customers, with the tags, attributes and opt-out
  * that agents keep on them.
  */
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, or, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { contacts, conversations } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -15,29 +15,64 @@ import { searchPatterns } from "../inbox/search.js";
 export const optedOutError = () =>
   new ApiError(422, "The contact has opted out: agents cannot message them", { code: "opted_out" });
 
-const withConversation = (row: { contact: typeof contacts.$inferSelect; conversationId: string | null }) => ({
-  ...toContactJson(row.contact),
+type ContactRow = typeof contacts.$inferSelect;
+
+/** A contact as the contacts API shows it: the inbox's fields, consent and the WhatsApp username identity. */
+export const toContactDetailJson = (c: ContactRow) => ({
+  ...toContactJson(c),
+  opted_out_at: c.optedOutAt,
+  opted_in_at: c.optedInAt,
+  opt_in_source: c.optInSource,
+  bsuid: c.bsuid,
+  username: c.username,
+});
+
+const withConversation = (row: { contact: ContactRow; conversationId: string | null }) => ({
+  ...toContactDetailJson(row.contact),
   conversation_id: row.conversationId,
 });
 
-/** Newest contacts first; `q` finds by name or phone (indexed), `tag` by one tag. */
+/** Which contacts a list or an export takes. */
+export interface ContactFilter {
+  q?: string;
+  tag?: string;
+  opted_out?: boolean;
+  /** An attribute's key, and optionally the value it must have. */
+  attribute?: string;
+  value?: string;
+}
+
+/** The filter as a condition on contacts. */
+export function contactFilterSql(accountId: string, filter: ContactFilter) {
+  const search = filter.q ? searchPatterns(filter.q) : null;
+  return and(
+    eq(contacts.accountId, accountId),
+    filter.tag ? sql`${contacts.tags} @> array[${filter.tag}]::text[]` : undefined,
+    filter.opted_out === undefined ? undefined : eq(contacts.optedOut, filter.opted_out),
+    filter.attribute
+      ? filter.value === undefined
+        ? sql`${contacts.attributes} ? ${filter.attribute}`
+        : sql`${contacts.attributes} @> ${JSON.stringify({ [filter.attribute]: filter.value })}::jsonb`
+      : undefined,
+    search
+      ? sql`(${contacts.name} ilike ${search.text}${search.phone ? sql` or ${contacts.phone} like ${search.phone}` : sql``} or ${contacts.username} ilike ${search.text})`
+      : undefined,
+  );
+}
+
+/** Newest contacts first; `q` finds by name, phone or username, `tag` by one tag, and by opt-out or attribute. */
 export async function listContacts(
   db: Db,
-  input: { accountId: string; limit: number; cursor?: string; q?: string; tag?: string },
+  input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
 ) {
   const after = input.cursor ? decodeCursor(input.cursor) : null;
-  const search = input.q ? searchPatterns(input.q) : null;
   const rows = await db
     .select({ contact: contacts, conversationId: conversations.id })
     .from(contacts)
     .leftJoin(conversations, eq(conversations.contactId, contacts.id))
     .where(
       and(
-        eq(contacts.accountId, input.accountId),
-        input.tag ? sql`${contacts.tags} @> array[${input.tag}]::text[]` : undefined,
-        search
-          ? sql`(${contacts.name} ilike ${search.text}${search.phone ? sql` or ${contacts.phone} like ${search.phone}` : sql``})`
-          : undefined,
+        contactFilterSql(input.accountId, input),
         after
           ? sql`(${contacts.createdAt}, ${contacts.id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
           : undefined,
@@ -69,6 +104,7 @@ export interface ContactPatch {
   tags?: string[];
   attributes?: Record<string, string>;
   opted_out?: boolean;
+  opt_in_source?: string | null;
 }
 
 /** Applies the supplied fields (each replaces the stored value); null when the contact is not the account's. */
@@ -84,11 +120,97 @@ export async function updateContact(
       ...(patch.name !== undefined && { name: patch.name }),
       ...(patch.tags !== undefined && { tags: patch.tags }),
       ...(patch.attributes !== undefined && { attributes: patch.attributes }),
-      ...(patch.opted_out !== undefined && { optedOut: patch.opted_out }),
+      ...(patch.opted_out !== undefined && {
+        optedOut: patch.opted_out,
+        // The time of the change; the same value again keeps the time it was first set.
+        optedOutAt: patch.opted_out
+          ? sql`case when ${contacts.optedOut} then ${contacts.optedOutAt} else ${input.now} end`
+          : null,
+        ...(!patch.opted_out && {
+          optedInAt: sql`case when ${contacts.optedOut} then ${input.now}::timestamptz else ${contacts.optedInAt} end`,
+        }),
+      }),
+      ...(patch.opt_in_source !== undefined && {
+        optInSource: patch.opt_in_source,
+        optedInAt: patch.opt_in_source === null ? null : input.now,
+      }),
       updatedAt: input.now,
     })
     .where(and(eq(contacts.id, input.id), eq(contacts.accountId, input.accountId)))
     .returning({ id: contacts.id });
   if (updated.length === 0) return null;
   return getContact(db, input.accountId, input.id);
+}
+
+export interface NewContact {
+  /** Normalised: digits with the country code. */
+  phone: string;
+  name?: string | null;
+  tags?: string[];
+  attributes?: Record<string, string>;
+  opt_in_source?: string | null;
+}
+
+/** 409 naming the contact that has the number already. */
+const duplicateError = (contactId: string) =>
+  new ApiError(409, "A contact with this phone number exists already", { contact_id: contactId });
+
+/** The account's contact with this number (as its WhatsApp id or its phone), if any. */
+export async function findByPhone(db: DbOrTx, accountId: string, phone: string) {
+  const [row] = await db
+    .select({ id: contacts.id })
+    .from(contacts)
+    .where(and(eq(contacts.accountId, accountId), or(eq(contacts.waId, phone), eq(contacts.phone, phone))))
+    .limit(1);
+  return row?.id ?? null;
+}
+
+/**
+ * Adds a contact the business brings (its WhatsApp id is the number until
+ * Meta names another); 409 `{ contact_id }` when the number is taken.
+ */
+export async function createContact(db: Db, input: { accountId: string; contact: NewContact; now: Date }) {
+  const { contact } = input;
+  const existing = await findByPhone(db, input.accountId, contact.phone);
+  if (existing) throw duplicateError(existing);
+  const source = contact.opt_in_source ?? null;
+  const [row] = await db
+    .insert(contacts)
+    .values({
+      accountId: input.accountId,
+      waId: contact.phone,
+      phone: contact.phone,
+      name: contact.name ?? null,
+      tags: contact.tags ?? [],
+      attributes: contact.attributes ?? {},
+      optInSource: source,
+      optedInAt: source ? input.now : null,
+      createdAt: input.now,
+      updatedAt: input.now,
+    })
+    .onConflictDoNothing()
+    .returning();
+  if (!row) {
+    // A concurrent writer took the number between the check and the insert.
+    const winner = await findByPhone(db, input.accountId, contact.phone);
+    throw duplicateError(winner ?? "");
+  }
+  return withConversation({ contact: row, conversationId: null });
+}
+
+/**
+ * Sets or clears a contact's opt-out (a STOP or START keyword): true when it
+ * changed. The times are those of the change.
+ */
+export async function setOptedOut(db: DbOrTx, input: { contactId: string; optedOut: boolean; now: Date }) {
+  const changed = await db
+    .update(contacts)
+    .set(
+      input.optedOut
+        ? { optedOut: true, optedOutAt: input.now, updatedAt: input.now }
+        : { optedOut: false, optedOutAt: null, optedInAt: input.now, updatedAt: input.now },
+    )
+    .where(and(eq(contacts.id, input.contactId), eq(contacts.optedOut, !input.optedOut)))
+    .returning({ id: contacts.id });
+  return changed.length > 0;
 }

@@ -1,6 +1,7 @@
 /** The rules of what agents keep on a contact: tags and attributes. */
 import { z } from "zod";
 import { storableString } from "../http/input.js";
+import { searchQuery } from "../inbox/search.js";
 
 export const TAG_MAX_LENGTH = 50;
 export const TAGS_MAX = 50;
@@ -18,14 +19,31 @@ export const tags = z
 
 const ATTRIBUTE_KEY = /^[A-Za-z0-9_.-]+$/;
 
-/** A flat map of string values; keys are letters, digits, `_`, `.` or `-`. */
+/**
+ * A flat map of values (strings, or numbers and booleans for typed attributes:
+ * see attributes.ts); keys are letters, digits, `_`, `.` or `-`.
+ */
 export const attributes = z
   .record(
     z
       .string()
       .max(ATTRIBUTE_KEY_MAX_LENGTH, `keys must be at most ${ATTRIBUTE_KEY_MAX_LENGTH} characters`)
       .regex(ATTRIBUTE_KEY, "keys must be letters, digits, '_', '.' or '-'"),
-    storableString({ max: ATTRIBUTE_VALUE_MAX_LENGTH }),
+    z.union([storableString({ max: ATTRIBUTE_VALUE_MAX_LENGTH }), z.number(), z.boolean()], {
+      error: "must be a string (or a number or boolean for a typed attribute)",
+    }),
     { error: "must be an object of string values" },
   )
   .refine((map) => Object.keys(map).length <= ATTRIBUTES_MAX, `must hold at most ${ATTRIBUTES_MAX} keys`);
+
+/** The filters of the contact list and export. */
+export const filterQuery = z.object({
+  q: searchQuery,
+  tag: tag.optional(),
+  opted_out: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((v) => v === "true")
+    .optional(),
+  attribute: z.string().min(1).max(64).describe("Contacts that have this attribute").optional(),
+  value: storableString({ max: 1024 }).describe("...with this value (with `attribute`)").optional(),
+});

@@ -7,6 +7,7 @@ export const EVENT_TYPES = [
   "conversation.updated",
   "flow_run.updated",
   "campaign.updated",
+  "contact_import.updated",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

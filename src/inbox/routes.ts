@@ -265,7 +265,8 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         accountId,
         userId: caller.userId,
         conversationId: conversation.id,
-        contactPhone: contact.phone,
+        // No phone: the customer's BSUID (Meta withholds their number).
+        contactPhone: contact.phone ?? contact.bsuid,
       };
       if (body.template !== undefined) {
         if (body.text !== undefined) throw new ApiError(400, "Send either text or template, not both");

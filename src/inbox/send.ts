@@ -1,5 +1,6 @@
 import { eq, type SQL, sql } from "drizzle-orm";
 import { stepBackForAgent } from "../bots/automation.js";
+import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { tableRow } from "../db/rows.js";
@@ -108,7 +109,8 @@ export async function sendAgentText(
     .from(messagingConfigs)
     .where(eq(messagingConfigs.accountId, input.accountId));
   if (!config) throw new ApiError(400, "The messaging channel is not configured for this account");
-  const to = toUpstreamPhone(input.contactPhone);
+  // A customer known only by their BSUID (no phone) is addressed by it.
+  const to = isBsuid(input.contactPhone) ? input.contactPhone : toUpstreamPhone(input.contactPhone);
   if (!to) throw new ApiError(400, "The contact has no phone number");
   let token: string;
   try {
@@ -173,6 +175,7 @@ export async function sendAgentText(
     const message = await store({ status: "failed", error: error.toJSON() });
     throw new ApiError(502, error.message, { message });
   }
+  await adoptWhatsAppId(db, { conversationId: input.conversationId, waId: sent.sent.waId });
   // A status webhook naming it (by its callback data) may have moved it on already.
   return store({
     messageId: sent.sent.messageId,

@@ -1,5 +1,6 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { pausedColumns } from "../bots/automation.js";
+import { findByPhone } from "../contacts/contacts.js";
 import type { Db } from "../db/client.js";
 import { contacts, conversations, messages } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
@@ -28,10 +29,20 @@ export async function startConversation(
 
   const now = deps.now();
   const thread = await deps.db.transaction(async (tx) => {
-    // An existing contact keeps the name it has (the customer's own profile name, usually).
+    // An existing contact keeps the name it has (the customer's own profile name, usually); one
+    // found by its phone keeps the WhatsApp id Meta gave it (a rewritten number).
+    const known = await findByPhone(tx, input.accountId, digits);
+    const [knownRow] = known
+      ? await tx.select({ waId: contacts.waId }).from(contacts).where(eq(contacts.id, known))
+      : [];
     const [contact] = await tx
       .insert(contacts)
-      .values({ accountId: input.accountId, waId: digits, name: input.name ?? null, phone: digits })
+      .values({
+        accountId: input.accountId,
+        waId: knownRow?.waId ?? digits,
+        name: input.name ?? null,
+        phone: digits,
+      })
       .onConflictDoUpdate({
         target: [contacts.accountId, contacts.waId],
         set: { name: sql`coalesce(${contacts.name}, excluded.name)`, updatedAt: now },

@@ -1,4 +1,5 @@
 import { type SQL, sql } from "drizzle-orm";
+import { isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { contacts, conversations } from "../db/schema/index.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
@@ -31,7 +32,7 @@ export async function upsertThread(
       accountId: input.accountId,
       waId: input.waId,
       name: input.name,
-      phone: toUpstreamPhone(input.waId),
+      phone: isBsuid(input.waId) ? null : toUpstreamPhone(input.waId),
     })
     .onConflictDoUpdate({
       target: [contacts.accountId, contacts.waId],

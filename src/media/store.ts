@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { GetObjectCommand, NoSuchKey, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  NoSuchKey,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
 import type { MediaStoreConfig } from "../config.js";
 
 /**
@@ -12,6 +18,8 @@ export interface MediaStore {
   put(key: string, bytes: Buffer, contentType: string): Promise<void>;
   /** The bytes, or null when nothing is stored under the key. */
   get(key: string): Promise<Buffer | null>;
+  /** Removes the file; nothing stored under the key is not an error. */
+  delete(key: string): Promise<void>;
 }
 
 const SAFE_KEY = /^[A-Za-z0-9-]+(\/[A-Za-z0-9-]+)*$/;
@@ -49,6 +57,10 @@ export function localMediaStore(dir: string): MediaStore {
         throw error;
       }
     },
+    async delete(key) {
+      checkKey(key);
+      await rm(path.join(dir, key), { force: true });
+    },
   };
 }
 
@@ -78,6 +90,11 @@ export function s3MediaStore(config: Extract<MediaStoreConfig, { kind: "s3" }>):
         if (error instanceof NoSuchKey || (error as { name?: string }).name === "NotFound") return null;
         throw error;
       }
+    },
+    async delete(key) {
+      checkKey(key);
+      // S3 answers a delete of a missing key with success.
+      await client.send(new DeleteObjectCommand({ Bucket: config.bucket, Key: key }));
     },
   };
 }

@@ -21,7 +21,10 @@ export interface InteractiveReply {
 export interface InboundMessage {
   kind: "message";
   upstreamId: string;
+  /** The customer's WhatsApp id: their number, or their BSUID when Meta withholds the number. */
   from: string;
+  /** Meta's business-scoped user id (`from_user_id`), when the webhook carries one. */
+  fromUserId?: string | null;
   /** The stored type: text, interactive, button, a media type, or `unsupported`. */
   type: string;
   text: string | null;
@@ -57,8 +60,10 @@ export interface WebhookChange {
   /** Where the change sits in the batch, for logs: `entry[0].changes[1]`. */
   at: string;
   phoneNumberId: string;
-  /** wa_id -> profile name, from `value.contacts`. */
+  /** wa_id (or BSUID) -> profile name, from `value.contacts`. */
   profiles: Map<string, string>;
+  /** wa_id (or BSUID) -> the BSUID and username Meta gives in `value.contacts` (user_id, profile.username). */
+  users?: Map<string, { userId: string | null; username: string | null }>;
   items: Array<InboundMessage | InboundReaction>;
   statuses: StatusUpdate[];
 }
@@ -138,10 +143,18 @@ function readChange(change: unknown, at: string, problems: string[]): WebhookCha
   }
 
   const profiles = new Map<string, string>();
+  const users = new Map<string, { userId: string | null; username: string | null }>();
   for (const contact of Array.isArray(value.contacts) ? value.contacts : []) {
-    if (!isObject(contact) || !nonEmpty(contact.wa_id)) continue;
+    if (!isObject(contact)) continue;
+    const userId =
+      nonEmpty(contact.user_id) && !tooLong(contact.user_id, WA_ID_MAX_LENGTH) ? contact.user_id : null;
+    const key = nonEmpty(contact.wa_id) ? contact.wa_id : userId;
+    if (!key) continue;
     const name = isObject(contact.profile) ? contact.profile.name : undefined;
-    if (nonEmpty(name)) profiles.set(contact.wa_id, name);
+    if (nonEmpty(name)) profiles.set(key, name);
+    const username = isObject(contact.profile) ? contact.profile.username : undefined;
+    if (userId || nonEmpty(username))
+      users.set(key, { userId, username: nonEmpty(username) && username.length <= 100 ? username : null });
   }
 
   const items: WebhookChange["items"] = [];
@@ -158,7 +171,7 @@ function readChange(change: unknown, at: string, problems: string[]): WebhookCha
     else statuses.push(update);
   });
 
-  return { at, phoneNumberId, profiles, items, statuses };
+  return { at, phoneNumberId, profiles, users, items, statuses };
 }
 
 function readTemplateStatus(entryId: unknown, value: unknown, at: string): TemplateStatusChange | string {
@@ -192,13 +205,16 @@ function listOf(value: Json, key: string, at: string, problems: string[]): unkno
 function readMessage(message: unknown): InboundMessage | InboundReaction | string {
   if (!isObject(message)) return "not an object";
   if (!nonEmpty(message.id)) return "no id";
-  if (!nonEmpty(message.from)) return "no from";
+  // A customer who hides their number behind a username comes with their BSUID only.
+  const fromUserId = nonEmpty(message.from_user_id) ? message.from_user_id : null;
+  if (!nonEmpty(message.from) && !fromUserId) return "no from";
   if (tooLong(message.id, UPSTREAM_MESSAGE_ID_MAX_LENGTH)) {
     return `id longer than ${UPSTREAM_MESSAGE_ID_MAX_LENGTH} characters`;
   }
-  if (tooLong(message.from, WA_ID_MAX_LENGTH)) return `from longer than ${WA_ID_MAX_LENGTH} characters`;
+  const from = nonEmpty(message.from) ? message.from : (fromUserId as string);
+  if (tooLong(from, WA_ID_MAX_LENGTH) || (fromUserId && tooLong(fromUserId, WA_ID_MAX_LENGTH)))
+    return `from longer than ${WA_ID_MAX_LENGTH} characters`;
   const upstreamId = message.id;
-  const from = message.from;
   const timestamp = readTimestamp(message.timestamp);
 
   if (message.type === "reaction") {
@@ -213,6 +229,7 @@ function readMessage(message: unknown): InboundMessage | InboundReaction | strin
     kind: "message" as const,
     upstreamId,
     from,
+    fromUserId,
     text: null,
     interactive: null,
     media: null,
@@ -224,7 +241,14 @@ function readMessage(message: unknown): InboundMessage | InboundReaction | strin
   if (modelled) return { ...base, ...modelled };
 
   // Kept whole (minus what the columns hold) so nothing the customer sent is lost.
-  const { id: _id, from: _from, timestamp: _timestamp, context: _context, ...rest } = message;
+  const {
+    id: _id,
+    from: _from,
+    from_user_id: _fromUserId,
+    timestamp: _timestamp,
+    context: _context,
+    ...rest
+  } = message;
   return { ...base, type: "unsupported", payload: rest };
 }
 
@@ -337,7 +361,7 @@ export function deliveryQueue(body: unknown): string | undefined {
       const items = value && Array.isArray(value.messages) ? value.messages : [];
       const phoneNumberId = value && isObject(value.metadata) ? str(value.metadata.phone_number_id) : null;
       for (const item of items) {
-        const from = isObject(item) ? str(item.from) : null;
+        const from = isObject(item) ? (str(item.from) ?? str(item.from_user_id)) : null;
         if (!phoneNumberId || !from) continue;
         const name = customerQueue(phoneNumberId, from);
         if (queue !== undefined && queue !== name) return undefined;

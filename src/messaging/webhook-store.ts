@@ -1,4 +1,5 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { isBsuid } from "../contacts/identity.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
@@ -174,15 +175,7 @@ async function storeMessage(
   >(
     prepared(sql`
     with owner as (${ownerSql}),
-    contact as (
-      insert into ${contacts} (account_id, wa_id, name, phone)
-      select owner.account_id, ${message.from}, ${change.profiles.get(message.from) ?? null},
-             ${toUpstreamPhone(message.from)}
-        from owner
-      on conflict (account_id, wa_id) do update
-        set name = coalesce(excluded.name, contacts.name), updated_at = ${now()}
-      returning id
-    ), redelivery as (
+    contact as (${contactUpsertSql(message, change, now())}), redelivery as (
       select exists (select 1 from ${messages} where account_id = ${accountId}
                      and message_id = ${message.upstreamId}) as yes
     ), conversation as (
@@ -240,6 +233,42 @@ async function storeMessage(
     look: toRunnerLook(row),
     inserted: row.inserted,
   };
+}
+
+/**
+ * The statement that finds or creates the message's contact. A message with a
+ * BSUID (from_user_id) matches the contact with that BSUID first, then the
+ * one with its WhatsApp id (the number, or the BSUID when Meta withholds the
+ * number); the BSUID and username are kept. Without one, the plain upsert.
+ */
+function contactUpsertSql(message: InboundMessage, change: WebhookChange, now: Date) {
+  const name = change.profiles.get(message.from) ?? null;
+  const user = change.users?.get(message.from);
+  const userId = message.fromUserId ?? user?.userId ?? null;
+  const phone = isBsuid(message.from) ? null : toUpstreamPhone(message.from);
+  if (!userId) {
+    return sql`
+      insert into ${contacts} (account_id, wa_id, name, phone)
+      select owner.account_id, ${message.from}, ${name}, ${phone}
+        from owner
+      on conflict (account_id, wa_id) do update
+        set name = coalesce(excluded.name, contacts.name), updated_at = ${now}
+      returning id`;
+  }
+  return sql`
+      insert into ${contacts} (account_id, wa_id, name, phone, bsuid, username)
+      select owner.account_id,
+             coalesce((select k.wa_id from ${contacts} k where k.account_id = owner.account_id and k.bsuid = ${userId}),
+                      ${message.from}),
+             ${name}, ${phone}, ${userId}, ${user?.username ?? null}
+        from owner
+      on conflict (account_id, wa_id) do update
+        set name = coalesce(excluded.name, contacts.name),
+            phone = coalesce(contacts.phone, excluded.phone),
+            bsuid = excluded.bsuid,
+            username = coalesce(excluded.username, contacts.username),
+            updated_at = ${now}
+      returning id`;
 }
 
 /** Mirrors a customer's reaction; returns why it was skipped, if it was. */

@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import type pg from "pg";
+import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
@@ -202,7 +203,8 @@ function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
       reason: "send_failed",
     };
   }
-  const to = toUpstreamPhone(row.phone);
+  // No phone: the customer's BSUID, their WhatsApp id then (Meta withholds their number).
+  const to = row.phone ? toUpstreamPhone(row.phone) : isBsuid(row.waId) ? row.waId : null;
   if (!to) return { ok: false, problem: "The contact has no phone number", reason: "send_failed" };
   let token: string;
   try {
@@ -288,6 +290,10 @@ type Recorded = Extract<Target, { ok: true }> & { accountId: string; type: strin
 async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorded, result: SendResult) {
   const attempt = payload.attempt ?? 1;
   if (result.kind === "sent") {
+    // Meta's WhatsApp id for a rewritten number becomes the contact's (a failure here is no failed send).
+    await adoptWhatsAppId(deps.db, { contactId: target.contactId, waId: result.sent.waId }).catch(
+      (error: unknown) => deps.log.warn({ err: error }, "the WhatsApp id Meta answered could not be stored"),
+    );
     await recordSent(deps, payload, {
       accountId: target.accountId,
       contactId: target.contactId,

@@ -196,6 +196,10 @@ export interface GraphClientOptions {
 export const PHONE_FIELDS = "id,display_phone_number,verified_name,quality_rating";
 
 /** Strips everything but digits; a number with no digits is no number (null). */
+/** A business-scoped user id (`US.13491208655302741918`, `US.ENT.…`); phone ids are digits. */
+export const isBsuid = (id: string | null | undefined): id is string =>
+  typeof id === "string" && /^[A-Z]{2}\.[A-Za-z0-9.]+$/.test(id);
+
 export function toUpstreamPhone(phone: string | null | undefined): string | null {
   const digits = (phone ?? "").replace(/\D/g, "");
   return digits === "" ? null : digits;
@@ -315,7 +319,8 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       const json = await call("POST", `/${seg(phoneNumberId)}/messages`, accessToken, {
         messaging_product: "whatsapp",
         recipient_type: "individual",
-        to,
+        // A customer known only by their BSUID is addressed with `recipient`.
+        ...(isBsuid(to) ? { recipient: to } : { to }),
         ...message,
         ...(sendOptions.callbackData ? { biz_opaque_callback_data: sendOptions.callbackData } : {}),
       });

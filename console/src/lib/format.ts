@@ -12,10 +12,17 @@ export function shortTime(iso: string | null | undefined) {
 
 export const fullTime = (iso: string | null | undefined) => (iso ? fullFormat.format(new Date(iso)) : "");
 
-export function contactLabel(contact: { name: string | null; phone: string | null; wa_id: string | null }) {
-  return (
-    contact.name || (contact.phone ? `+${contact.phone}` : contact.wa_id ? `+${contact.wa_id}` : "Unknown")
-  );
+/** A contact's name, else its number, else @username (a customer who hides their number). */
+export function contactLabel(contact: {
+  name: string | null;
+  phone: string | null;
+  wa_id: string | null;
+  username?: string | null;
+}) {
+  if (contact.name) return contact.name;
+  if (contact.phone) return `+${contact.phone}`;
+  if (contact.username) return `@${contact.username}`;
+  return contact.wa_id && /^\d+$/.test(contact.wa_id) ? `+${contact.wa_id}` : "Unknown";
 }
 
 export function initials(name: string) {

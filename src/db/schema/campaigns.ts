@@ -73,7 +73,7 @@ export const campaigns = pgTable(
 export const campaignRecipients = pgTable(
   "campaign_recipients",
   {
-    // Deleted with their campaign and contact by statement-level triggers (migration 0019), not
+    // Deleted with their campaign and contact by statement-level triggers (migration 0018), not
     // by foreign keys: a key's per-row check tripled the time of a 100,000-row snapshot.
     campaignId: uuid("campaign_id").notNull(),
     contactId: uuid("contact_id").notNull(),

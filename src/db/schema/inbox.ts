@@ -31,11 +31,21 @@ export const contacts = pgTable(
     attributes: jsonb("attributes").$type<Record<string, string>>().notNull().default({}),
     // Opted out: agents cannot message the contact and no flow starts for it.
     optedOut: boolean("opted_out").notNull().default(false),
+    optedOutAt: timestamptz("opted_out_at"),
+    // Consent to be messaged: when and how it was given (a form, an import, a keyword...).
+    optedInAt: timestamptz("opted_in_at"),
+    optInSource: text("opt_in_source"),
+    // Meta's business-scoped user id and username, for customers who hide their number.
+    bsuid: text("bsuid"),
+    username: text("username"),
     createdAt: timestamptz("created_at").notNull().defaultNow(),
     updatedAt: timestamptz("updated_at").notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex("contacts_account_wa_id_uq").on(t.accountId, t.waId),
+    // Equality on the number (imports and POST /api/contacts find duplicates by it).
+    index("contacts_account_phone_idx").on(t.accountId, t.phone),
+    uniqueIndex("contacts_account_bsuid_uq").on(t.accountId, t.bsuid).where(sql`${t.bsuid} is not null`),
     index("contacts_account_created_idx").on(
       t.accountId,
       t.createdAt.desc().nullsFirst(),

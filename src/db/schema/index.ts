@@ -1,6 +1,7 @@
 export * from "./access.js";
 export * from "./auth.js";
 export * from "./campaigns.js";
+export * from "./contacts.js";
 export * from "./events.js";
 export * from "./flows.js";
 export * from "./inbox.js";

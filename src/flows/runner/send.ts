@@ -1,4 +1,5 @@
 import { and, eq } from "drizzle-orm";
+import { isBsuid } from "../../contacts/identity.js";
 import type { DbOrTx } from "../../db/client.js";
 import { messagingConfigs } from "../../db/schema/index.js";
 import { insertPendingMessage } from "../../inbox/send.js";
@@ -59,7 +60,8 @@ export async function queueBotMessage(
       message: "The messaging channel is not configured for this account",
     };
   }
-  if (!input.contact.phone)
+  // (A contact without a phone is reached by its BSUID, its WhatsApp id then.)
+  if (!input.contact.phone && !isBsuid(input.contact.waId))
     return { ok: false, reason: "send_failed", message: "The contact has no phone number" };
   const payload: Omit<BotSendPayload, "messageId"> = {
     runId: run.id,

@@ -3,6 +3,8 @@ import { campaignEvent } from "./campaign-event.js";
 import { campaignSend } from "./campaign-send.js";
 import { deliverWebhook } from "./deliver-webhook.js";
 import { downloadMedia } from "./download-media.js";
+import { eraseMedia } from "./erase-media.js";
+import { importContacts } from "./import-contacts.js";
 import { processWebhook } from "./process-webhook.js";
 import { purgeEvents } from "./purge-events.js";
 import { resumeWait } from "./resume-wait.js";
@@ -19,6 +21,8 @@ export const TASKS: Record<string, Task> = {
   "campaign-send": campaignSend,
   "deliver-webhook": deliverWebhook,
   "download-media": downloadMedia,
+  "erase-media": eraseMedia,
+  "import-contacts": importContacts,
   "process-webhook": processWebhook,
   "purge-events": purgeEvents,
   "resume-wait": resumeWait,

@@ -1,4 +1,5 @@
 import { applyCampaignWebhook, pauseCampaignsForTemplates } from "../../campaigns/webhook.js";
+import { applyConsentKeyword } from "../../contacts/consent.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { offerInboundMessage } from "../../flows/runner/dispatch.js";
 import { readWebhookBatch } from "../../messaging/webhook-payload.js";
@@ -34,7 +35,11 @@ export const processWebhook: Task = async (payload, deps) => {
         statuses: change.statuses,
         inbound: result.inbound,
       });
-      for (const message of result.inbound) await offerInboundMessage(deps, message);
+      for (const message of result.inbound) {
+        // A STOP / START keyword changes the contact's consent and starts no flow.
+        if (await applyConsentKeyword(deps, message)) continue;
+        await offerInboundMessage(deps, message);
+      }
     } catch (error) {
       failed += 1;
       // Only the code and text: the query parameters hold customer messages.

@@ -17,8 +17,10 @@ export interface CustomerOptions {
   appSecret: string;
   phoneNumberId: string;
   /** The customer's WhatsApp id (digits). */
+  /** The customer's number, or a BSUID (`US.…`) to play a customer who shows only a username. */
   waId: string;
   name?: string;
+  username?: string;
   displayPhoneNumber?: string;
   businessAccountId?: string;
 }
@@ -73,6 +75,7 @@ export function createCustomer(o: CustomerOptions): Customer {
     businessAccountId: o.businessAccountId,
     from: o.waId,
     name: o.name,
+    username: o.username,
   };
 
   async function post(payload: object): Promise<number> {

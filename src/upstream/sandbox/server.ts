@@ -89,7 +89,12 @@ export interface Sandbox {
     match: { method?: string; path?: string | RegExp; readReceipts?: boolean },
     fault: SandboxFault,
   ): void;
-  /** numbers, faults, log, latency */
+  /**
+   * Answers sends to `to` with another WhatsApp id, as Meta does for numbers it
+   * rewrites (Brazil's and Mexico's mobile prefixes).
+   */
+  rewriteWaId(to: string, waId: string): void;
+  /** numbers, faults, log, latency, rewrites */
   reset(): void;
   close(): Promise<void>;
 }
@@ -200,6 +205,7 @@ const isReadReceipt = (body: unknown) =>
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const host = options.host ?? "127.0.0.1";
   const numbers = new Map<string, NumberState>();
+  const waIdRewrites = new Map<string, string>();
   const templates = new Map<string, SandboxTemplate[]>();
   const media = new Map<string, StoredMedia>();
   const signingKey = randomBytes(32);
@@ -371,7 +377,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       options.onMessageAccepted?.(accepted);
       return {
         messaging_product: "whatsapp",
-        contacts: [{ input: accepted.to, wa_id: accepted.to.replace(/\D/g, "") }],
+        contacts: [
+          { input: accepted.to, wa_id: waIdRewrites.get(accepted.to) ?? accepted.to.replace(/\D/g, "") },
+        ],
         messages: [{ id: accepted.messageId }],
       };
     }
@@ -610,8 +618,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   function acceptMessage(number: NumberState, body: unknown): AcceptedMessage {
     const b = asObject(body);
     if (b.messaging_product !== "whatsapp") throw invalidParameter("messaging_product must be 'whatsapp'");
-    if (typeof b.to !== "string" || !/\d/.test(b.to)) {
-      throw invalidParameter("to is required and must be a phone number");
+    // A customer who hides their number is addressed by BSUID in `recipient`; `to` wins when both come.
+    const to =
+      typeof b.to === "string"
+        ? b.to
+        : typeof b.recipient === "string" && /^[A-Z]{2}\.[A-Za-z0-9.]+$/.test(b.recipient)
+          ? b.recipient
+          : undefined;
+    if (typeof to !== "string" || !/\d/.test(to)) {
+      throw invalidParameter("to (a phone number) or recipient (a BSUID) is required");
     }
     if (typeof b.type !== "string") throw invalidParameter("type is required");
     const payload = b[b.type];
@@ -645,7 +660,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     }
     return {
       phoneNumberId: number.phoneNumberId,
-      to: b.to,
+      to,
       messageId: newWamid(),
       type: b.type,
       ...(typeof b.biz_opaque_callback_data === "string" ? { callbackData: b.biz_opaque_callback_data } : {}),
@@ -692,7 +707,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
         remaining: fault.times ?? 1,
       });
     },
+    rewriteWaId(to, waId) {
+      waIdRewrites.set(to, waId);
+    },
     reset() {
+      waIdRewrites.clear();
       numbers.clear();
       templates.clear();
       media.clear();

@@ -17,8 +17,11 @@ interface Sender {
   displayPhoneNumber?: string;
   /** The WhatsApp Business Account id (entry[].id); a placeholder when absent. */
   businessAccountId?: string;
+  /** The customer's number, or their BSUID (`US.1349…`) for a customer who hides it behind a username. */
   from: string;
   name?: string;
+  /** The WhatsApp username Meta shows for the customer. */
+  username?: string;
   messageId?: string;
   timestamp?: number;
 }
@@ -58,12 +61,15 @@ function envelope(
 /** One inbound message from a customer, with its contact block. */
 function inbound(i: Sender, message: Record<string, unknown>, context?: { from: string; id: string }) {
   const messageId = i.messageId ?? newWamid();
+  // A customer who hides their number: Meta sends the BSUID (user_id, from_user_id) and no phone.
+  const hidden = /^[A-Z]{2}\./.test(i.from);
+  const profile = { name: i.name ?? "Customer", ...(i.username ? { username: i.username } : {}) };
   const payload = envelope(i, {
-    contacts: [{ profile: { name: i.name ?? "Customer" }, wa_id: i.from }],
+    contacts: [hidden ? { profile, user_id: i.from } : { profile, wa_id: i.from }],
     messages: [
       {
         ...(context ? { context } : {}),
-        from: i.from,
+        ...(hidden ? { from_user_id: i.from } : { from: i.from }),
         id: messageId,
         timestamp: unixSeconds(i.timestamp),
         ...message,

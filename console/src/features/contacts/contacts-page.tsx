@@ -2,32 +2,58 @@ import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "wouter";
 import { api, listOf } from "../../lib/api";
-import { contactLabel } from "../../lib/format";
-import type { Contact } from "../../lib/types";
 import { Empty, FormError, PageHeader, Spinner } from "../../lib/ui";
+import {
+  type AttributeDefinition,
+  type ContactDetail,
+  contactAddress,
+  contactName,
+  filterParams,
+} from "./contacts-api";
 
 export function ContactsPage() {
   const [q, setQ] = useState("");
   const [tag, setTag] = useState("");
+  const [optedOut, setOptedOut] = useState("");
+  const [attribute, setAttribute] = useState("");
+  const [value, setValue] = useState("");
+  const filters = { q, tag, optedOut, attribute, value };
+  const params = filterParams(filters);
+  const definitions = useQuery({
+    queryKey: ["contact-attributes"],
+    queryFn: async () => listOf<AttributeDefinition>(await api("/api/contact-attributes"), "attributes"),
+  });
   const contacts = useQuery({
-    queryKey: ["contacts", q, tag],
+    queryKey: ["contacts", params.toString()],
     queryFn: async () => {
-      const params = new URLSearchParams({ limit: "100" });
-      if (q.trim()) params.set("q", q.trim());
-      if (tag.trim()) params.set("tag", tag.trim());
-      return listOf<Contact>(await api(`/api/contacts?${params}`), "contacts");
+      const query = new URLSearchParams(params);
+      query.set("limit", "100");
+      return listOf<ContactDetail>(await api(`/api/contacts?${query}`), "contacts");
     },
     placeholderData: (previous) => previous,
   });
   return (
     <div className="page">
-      <PageHeader title="Contacts" subtitle="Everyone who wrote to your number." />
+      <PageHeader
+        title="Contacts"
+        subtitle="Your customers: everyone who wrote to your number, and those you added or imported."
+        actions={
+          <>
+            <Link href="/contacts/import" className="btn">
+              Import CSV
+            </Link>
+            <a className="btn" href={`/api/contacts.csv?${params}`} download>
+              Export CSV
+            </a>
+          </>
+        }
+      />
       <div className="filters">
         <input
           type="search"
           className="search"
           aria-label="Search contacts"
-          placeholder="Name or phone"
+          placeholder="Name, phone or username"
           value={q}
           onChange={(e) => setQ(e.target.value)}
         />
@@ -38,6 +64,32 @@ export function ContactsPage() {
           value={tag}
           onChange={(e) => setTag(e.target.value)}
         />
+        <select aria-label="Filter by consent" value={optedOut} onChange={(e) => setOptedOut(e.target.value)}>
+          <option value="">Any consent</option>
+          <option value="false">Subscribed</option>
+          <option value="true">Opted out</option>
+        </select>
+        <select
+          aria-label="Filter by attribute"
+          value={attribute}
+          onChange={(e) => setAttribute(e.target.value)}
+        >
+          <option value="">Any attribute</option>
+          {(definitions.data ?? []).map((d) => (
+            <option key={d.key} value={d.key}>
+              {d.label}
+            </option>
+          ))}
+        </select>
+        {attribute ? (
+          <input
+            className="search"
+            aria-label="Attribute value"
+            placeholder="Value (any)"
+            value={value}
+            onChange={(e) => setValue(e.target.value)}
+          />
+        ) : null}
       </div>
       {contacts.isPending ? (
         <Spinner />
@@ -53,6 +105,7 @@ export function ContactsPage() {
                 <th scope="col">Name</th>
                 <th scope="col">Phone</th>
                 <th scope="col">Tags</th>
+                <th scope="col">Consent</th>
                 <th scope="col">
                   <span className="sr-only">Conversation</span>
                 </th>
@@ -61,8 +114,10 @@ export function ContactsPage() {
             <tbody>
               {contacts.data.map((c) => (
                 <tr key={c.id}>
-                  <td>{contactLabel(c)}</td>
-                  <td>{c.phone ? `+${c.phone}` : "—"}</td>
+                  <td>
+                    <Link href={`/contacts/${c.id}`}>{contactName(c)}</Link>
+                  </td>
+                  <td>{contactAddress(c)}</td>
                   <td>
                     {c.tags.map((t) => (
                       <span key={t} className="tag">
@@ -70,6 +125,7 @@ export function ContactsPage() {
                       </span>
                     ))}
                   </td>
+                  <td>{c.opted_out ? "Opted out" : c.opted_in_at ? "Opted in" : ""}</td>
                   <td>
                     {c.conversation_id ? (
                       <Link href={`/inbox/${c.conversation_id}`}>Open conversation</Link>

@@ -1,0 +1,125 @@
+/**
+ * The contact import against a bare COPY of the same file, in the same run:
+ * a CSV of `rows` customers (phone, name, city, tags) is written, COPYed into
+ * a plain table of text columns (the database's own fastest load), then
+ * imported through the API (upload, job, every row checked and written) while
+ * the service's RSS is sampled.
+ */
+import { createWriteStream } from "node:fs";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { finished } from "node:stream/promises";
+import pg from "pg";
+
+export interface ContactImportResults {
+  rows: number;
+  fileMb: number;
+  copySeconds: number;
+  importSeconds: number;
+  rowsPerSecond: number;
+  copyRowsPerSecond: number;
+  ratio: number;
+  peakRssMb: number;
+  created: number;
+  errors: number;
+}
+
+export async function runContactImportBench(i: {
+  api: string;
+  databaseUrl: string;
+  token: string;
+  rows: number;
+  servicePid: number;
+  rssOf: (pid: number) => number;
+  log: (m: string) => void;
+}): Promise<ContactImportResults> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-import-bench-"));
+  await fs.chmod(dir, 0o755);
+  const file = path.join(dir, "contacts.csv");
+  try {
+    const out = createWriteStream(file);
+    out.write("Phone,Name,City,Tags\n");
+    const cities = ["Lisbon", "Porto", "London", "Leeds", "Faro"];
+    let chunk = "";
+    for (let n = 0; n < i.rows; n++) {
+      // Portuguese mobile numbers +351 91x xxx xxx: distinct and valid.
+      const phone = `+35191${String(n).padStart(7, "0")}`;
+      chunk += `${phone},"Customer ${n}",${cities[n % 5]},${n % 3 === 0 ? "vip" : "lead"}\n`;
+      if (chunk.length > 1 << 20) {
+        if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", () => r()));
+        chunk = "";
+      }
+    }
+    out.end(chunk);
+    await finished(out);
+    await fs.chmod(file, 0o644);
+    const fileMb = (await fs.stat(file)).size / 2 ** 20;
+    i.log(`contact import: ${i.rows.toLocaleString("en")} rows, ${fileMb.toFixed(1)} MB`);
+
+    // The reference: COPY of the same file into a plain table.
+    const db = new pg.Client({ connectionString: i.databaseUrl });
+    await db.connect();
+    await db.query(
+      "drop table if exists bench_copy; create unlogged table bench_copy (phone text, name text, city text, tags text)",
+    );
+    await db.query("alter table bench_copy set logged");
+    const copyStarted = performance.now();
+    await db.query(`copy bench_copy from '${file}' with (format csv, header true)`);
+    const copySeconds = (performance.now() - copyStarted) / 1000;
+    await db.query("drop table bench_copy");
+    await db.query("checkpoint");
+
+    // The import, through the API.
+    let peak = i.rssOf(i.servicePid);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, i.rssOf(i.servicePid));
+    }, 100);
+    const started = performance.now();
+    const form = new FormData();
+    form.set("file", new Blob([await fs.readFile(file)], { type: "text/csv" }), "contacts.csv");
+    form.set(
+      "mapping",
+      JSON.stringify({ phone: "Phone", name: "Name", tags: "Tags", "attributes.city": "City" }),
+    );
+    form.set("on_duplicate", "skip");
+    const answer = await fetch(`${i.api}/api/contacts/imports`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${i.token}` },
+      body: form,
+    });
+    if (answer.status !== 202) throw new Error(`import refused: ${answer.status} ${await answer.text()}`);
+    const { import: created } = (await answer.json()) as { import: { id: string } };
+    let state: Record<string, number | string> = {};
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 250));
+      const read = await fetch(`${i.api}/api/contacts/imports/${created.id}`, {
+        headers: { authorization: `Bearer ${i.token}` },
+      });
+      state = ((await read.json()) as { import: Record<string, number | string> }).import;
+      if (state.status === "completed" || state.status === "failed") break;
+    }
+    const importSeconds = (performance.now() - started) / 1000;
+    clearInterval(sampler);
+    await db.end();
+    if (state.status !== "completed") throw new Error(`import ${state.status}: ${state.failure}`);
+    const results: ContactImportResults = {
+      rows: i.rows,
+      fileMb,
+      copySeconds,
+      importSeconds,
+      rowsPerSecond: i.rows / importSeconds,
+      copyRowsPerSecond: i.rows / copySeconds,
+      ratio: copySeconds / importSeconds,
+      peakRssMb: peak,
+      created: Number(state.created),
+      errors: Number(state.errors),
+    };
+    i.log(
+      `contact import: ${Math.round(results.rowsPerSecond).toLocaleString("en")} rows/s (${importSeconds.toFixed(1)} s, ${results.created.toLocaleString("en")} created, ${results.errors} errors) vs COPY ${Math.round(results.copyRowsPerSecond).toLocaleString("en")} rows/s (${copySeconds.toFixed(1)} s): ${results.ratio.toFixed(2)} x; service peak RSS ${peak.toFixed(0)} MB`,
+    );
+    return results;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}

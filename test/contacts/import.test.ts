@@ -1,0 +1,256 @@
+import { eq, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contactImportFiles, contacts } from "../../src/db/schema/index.js";
+import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
+import { multipart } from "../media/multipart.js";
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await createTestApp();
+});
+afterAll(() => t.close());
+
+const csvFile = (text: string | Buffer, filename = "customers.csv") => ({
+  name: "file",
+  filename,
+  type: "text/csv",
+  bytes: Buffer.isBuffer(text) ? text : Buffer.from(text),
+});
+
+const post = (user: TestUser, url: string, parts: Parameters<typeof multipart>[0]) => {
+  const body = multipart(parts);
+  return t.app.inject({
+    method: "POST",
+    url,
+    payload: body.payload,
+    headers: { ...user.headers, ...body.headers },
+  });
+};
+
+const get = (user: TestUser, url: string) => t.app.inject({ url, headers: user.headers });
+
+async function importFile(
+  user: TestUser,
+  text: string | Buffer,
+  fields: Record<string, string>,
+): Promise<Record<string, unknown>> {
+  const started = await post(user, "/api/contacts/imports", [
+    csvFile(text),
+    ...Object.entries(fields).map(([name, value]) => ({ name, value })),
+  ]);
+  expect(started.statusCode, started.body).toBe(202);
+  expect(started.json().import).toMatchObject({ status: "queued", processed_rows: 0 });
+  await t.app.deps.jobs.drain({ timeoutMs: 60_000 });
+  const read = await get(user, `/api/contacts/imports/${started.json().import.id}`);
+  return read.json().import;
+}
+
+const contactsOf = (accountId: string) =>
+  t.database.db.select().from(contacts).where(eq(contacts.accountId, accountId)).orderBy(contacts.phone);
+
+// Quoted fields with the delimiter, doubled quotes and a line break; a BOM; CRLF line ends; `;`.
+const TRICKY =
+  "\uFEFFTelefone;Nome;Cidade;Tags\r\n" +
+  '+351 912 345 678;"Silva; Ana";"Porto";vip|lead\r\n' +
+  '912345679;"João ""Jota"" Reis";Lisboa;\r\n' +
+  '"+351 912 345 680";"Multi\r\nLine";Faro;lead\r\n' +
+  "\r\n" +
+  "not a phone;Nobody;Braga;\r\n";
+
+describe("contact import", () => {
+  it("previews a tricky CSV: columns, first rows and a suggested mapping", async () => {
+    const { user } = await signUpWithAccount(t.app);
+    const preview = await post(user, "/api/contacts/imports/preview", [csvFile(TRICKY)]);
+    expect(preview.statusCode, preview.body).toBe(200);
+    expect(preview.json()).toEqual({
+      columns: ["Telefone", "Nome", "Cidade", "Tags"],
+      rows: [
+        ["+351 912 345 678", "Silva; Ana", "Porto", "vip|lead"],
+        ["912345679", 'João "Jota" Reis', "Lisboa", ""],
+        ["+351 912 345 680", "Multi\r\nLine", "Faro", "lead"],
+        ["not a phone", "Nobody", "Braga", ""],
+      ],
+      suggested_mapping: { phone: "Telefone", name: "Nome", "attributes.cidade": "Cidade", tags: "Tags" },
+    });
+  });
+
+  it("imports it: national numbers in default_country, tags split and added, bad rows in errors.csv, progress events", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const result = await importFile(user, TRICKY, {
+      mapping: JSON.stringify({ phone: "Telefone", name: "Nome", tags: "Tags", "attributes.city": "Cidade" }),
+      default_country: "PT",
+      add_tags: '["imported"]',
+      opt_in_source: "shop signup",
+    });
+    expect(result).toMatchObject({
+      status: "completed",
+      total_rows: 4,
+      processed_rows: 4,
+      created: 3,
+      updated: 0,
+      skipped: 0,
+      errors: 1,
+    });
+    const rows = await contactsOf(accountId);
+    expect(rows.map((r) => [r.phone, r.name, r.tags, r.attributes, r.optInSource])).toEqual([
+      ["351912345678", "Silva; Ana", ["vip", "lead", "imported"], { city: "Porto" }, "shop signup"],
+      ["351912345679", 'João "Jota" Reis', ["imported"], { city: "Lisboa" }, "shop signup"],
+      ["351912345680", "Multi\r\nLine", ["lead", "imported"], { city: "Faro" }, "shop signup"],
+    ]);
+    expect(rows.every((r) => r.optedInAt !== null)).toBe(true);
+    const errors = await get(user, `/api/contacts/imports/${result.id}/errors.csv`);
+    expect(errors.statusCode).toBe(200);
+    expect(errors.headers["content-type"]).toMatch(/^text\/csv/);
+    // The spreadsheet's row: the header is row 1, the multi-line record one row.
+    expect(errors.body).toBe("row,value,reason\r\n5,not a phone,not a valid phone number\r\n");
+    const { rows: events } = await t.database.db.execute<{ data: { status: string; created: number } }>(
+      sql`select data from account_events where account_id = ${accountId} and type = 'contact_import.updated' order by seq`,
+    );
+    expect(events.at(0)?.data.status).toBe("queued");
+    expect(events.at(-1)?.data).toMatchObject({ status: "completed", created: 3 });
+    // The file is gone once read.
+    expect(
+      await t.database.db
+        .select()
+        .from(contactImportFiles)
+        .where(eq(contactImportFiles.importId, result.id as string)),
+    ).toEqual([]);
+  });
+
+  it("finds duplicates in the file and in the database: skip keeps what is there, update merges", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    expect(
+      (
+        await t.app.inject({
+          method: "POST",
+          url: "/api/contacts",
+          headers: user.headers,
+          payload: { phone: "+14155550100", name: "Existing", tags: ["old"], attributes: { plan: "free" } },
+        })
+      ).statusCode,
+    ).toBe(201);
+    const file =
+      "phone,name,plan\n" +
+      "+1 415 555 0100,From file,pro\n" +
+      "+1 415 555 0101,First,basic\n" +
+      "+14155550101,Second,\n";
+    const mapping = JSON.stringify({ phone: "phone", name: "name", "attributes.plan": "plan" });
+    const skipped = await importFile(user, file, { mapping, on_duplicate: "skip" });
+    expect(skipped).toMatchObject({ status: "completed", created: 1, updated: 0, skipped: 2, errors: 0 });
+    let rows = await contactsOf(accountId);
+    expect(rows.map((r) => [r.phone, r.name, r.attributes])).toEqual([
+      ["14155550100", "Existing", { plan: "free" }],
+      ["14155550101", "First", { plan: "basic" }],
+    ]);
+    const updated = await importFile(user, file, { mapping, on_duplicate: "update", add_tags: "new" });
+    expect(updated).toMatchObject({ status: "completed", created: 0, updated: 3, skipped: 0 });
+    rows = await contactsOf(accountId);
+    expect(rows.map((r) => [r.phone, r.name, r.tags.sort(), r.attributes])).toEqual([
+      ["14155550100", "From file", ["new", "old"], { plan: "pro" }],
+      ["14155550101", "Second", ["new"], { plan: "basic" }],
+    ]);
+  });
+
+  it("checks attributes against their types, row by row", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    await t.app.inject({
+      method: "POST",
+      url: "/api/contact-attributes",
+      headers: user.headers,
+      payload: { key: "age", label: "Age", type: "number" },
+    });
+    const result = await importFile(user, "phone,age\n+14155550110,33\n+14155550111,thirty\n", {
+      mapping: JSON.stringify({ phone: "phone", "attributes.age": "age" }),
+    });
+    expect(result).toMatchObject({ created: 1, errors: 1 });
+    const errors = await get(user, `/api/contacts/imports/${result.id}/errors.csv`);
+    expect(errors.body).toBe("row,value,reason\r\n3,thirty,attributes.age: must be a number\r\n");
+    expect((await contactsOf(accountId)).map((r) => r.attributes)).toEqual([{ age: "33" }]);
+  });
+
+  it.each([
+    [
+      "a PNG",
+      [csvFile(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]), "x.csv")],
+      400,
+      /not CSV/,
+    ],
+    [
+      "Latin-1 text",
+      [csvFile(Buffer.from([0x70, 0x68, 0x6f, 0x6e, 0x65, 0x0a, 0xe9, 0x0a]))],
+      400,
+      /not UTF-8/,
+    ],
+    ["an unclosed quote", [csvFile('phone,name\n+14155550100,"Ana\n')], 400, /not valid CSV/],
+    ["no file", [{ name: "mapping", value: "{}" }], 400, /file is required/],
+    ["no mapping", [csvFile("phone\n+14155550100\n")], 400, /^mapping: is required/],
+    [
+      "a mapping that is not JSON",
+      [csvFile("phone\n1\n"), { name: "mapping", value: "{phone" }],
+      400,
+      /^mapping: not valid JSON/,
+    ],
+    [
+      "a mapping naming a missing column",
+      [csvFile("phone\n+14155550100\n"), { name: "mapping", value: '{"phone":"phone","name":"Name"}' }],
+      400,
+      /^mapping.name: the file has no column "Name"/,
+    ],
+    [
+      "a mapping without phone",
+      [csvFile("phone,name\n+14155550100,A\n"), { name: "mapping", value: '{"name":"name"}' }],
+      400,
+      /^mapping.phone: is required/,
+    ],
+    [
+      "a mapping to an unknown field",
+      [csvFile("phone\n+14155550100\n"), { name: "mapping", value: '{"phone":"phone","email":"phone"}' }],
+      400,
+      /^mapping.email: not a contact field/,
+    ],
+    [
+      "a bad default_country",
+      [
+        csvFile("phone\n1\n"),
+        { name: "mapping", value: '{"phone":"phone"}' },
+        { name: "default_country", value: "XX" },
+      ],
+      400,
+      /^default_country: /,
+    ],
+    [
+      "a bad on_duplicate",
+      [
+        csvFile("phone\n1\n"),
+        { name: "mapping", value: '{"phone":"phone"}' },
+        { name: "on_duplicate", value: "merge" },
+      ],
+      400,
+      /^on_duplicate: /,
+    ],
+    [
+      "a file over 50 MB",
+      [csvFile(Buffer.alloc(50 * 1024 * 1024 + 1, 0x31)), { name: "mapping", value: '{"phone":"phone"}' }],
+      413,
+      /50 MB/,
+    ],
+  ] as const)("refuses %s with a clear error and imports nothing", async (_name, parts, status, error) => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    const response = await post(user, "/api/contacts/imports", [...parts]);
+    expect(response.statusCode).toBe(status);
+    expect(response.json().error).toMatch(error);
+    const { rows } = await t.database.db.execute(
+      sql`select id from contact_imports where account_id = ${accountId}`,
+    );
+    expect(rows).toEqual([]);
+    expect(await contactsOf(accountId)).toEqual([]);
+  });
+
+  it("answers 404 for another account's import", async () => {
+    const a = await signUpWithAccount(t.app);
+    const b = await signUpWithAccount(t.app);
+    const result = await importFile(a.user, "phone\n+14155550120\n", { mapping: '{"phone":"phone"}' });
+    expect((await get(b.user, `/api/contacts/imports/${result.id}`)).statusCode).toBe(404);
+    expect((await get(b.user, `/api/contacts/imports/${result.id}/errors.csv`)).statusCode).toBe(404);
+  });
+});
