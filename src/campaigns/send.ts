@@ -103,6 +103,14 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
       room,
       Math.min(CAMPAIGN_BATCH_MAX, Math.max(CAMPAIGN_BATCH, Math.ceil(context.messagesPerSecond / 4))),
     );
+    if (batch <= 0 && !(await claimedLately(deps.db, campaignId))) {
+      // The window is full of older sends (retries in backoff, unknown outcomes in their window):
+      // no job waits on them; the campaign is looked at again shortly.
+      await deps.db.execute(
+        sql`select ${nextLookJob(campaignId, sql`now() + ${`${IDLE_LOOK_MS} milliseconds`}::interval`)}`,
+      );
+      return;
+    }
     const claimed = batch > 0 ? await claimBatch(deps, campaign, context, batch) : -1;
     let inFlight = false;
     if (claimed === 0) {
@@ -121,6 +129,15 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
     // The window is full: the pipeline sends what is claimed before more is.
     if (claimed < 0 || inFlight) await sleep(WINDOW_POLL_MS);
   }
+}
+
+/** Whether some of the campaign's sends were handed to the pipeline within FRESH_CLAIM_MS. */
+async function claimedLately(db: DbOrTx, campaignId: string): Promise<boolean> {
+  const { rows } = await db.execute<{ fresh: boolean }>(sql`
+    select exists (select 1 from ${campaignRecipients}
+                    where campaign_id = ${campaignId}::uuid and status = 'sending'
+                      and claimed_at > now() - ${`${FRESH_CLAIM_MS} milliseconds`}::interval) as fresh`);
+  return Boolean(rows[0]?.fresh);
 }
 
 async function sendingCount(db: DbOrTx, campaignId: string): Promise<number> {
