@@ -17,6 +17,7 @@ import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
 import { registerBotsRoutes } from "./bots/routes.js";
 import { registerCampaignRoutes } from "./campaigns/routes.js";
+import { recordCampaignSendOutcome } from "./campaigns/send.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
 import type { Config } from "./config.js";
 import { registerContactRoutes } from "./contacts/routes.js";
@@ -44,6 +45,7 @@ import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
 import { postponeUnknownSettles } from "./sending/outbound.js";
+import { onCampaignSendOutcome } from "./sending/outcomes.js";
 import { createSendPipeline } from "./sending/pipeline.js";
 import { postgresSendRate, redisSendRate } from "./sending/rate.js";
 import { registerSettingsRoutes } from "./settings/routes.js";
@@ -257,6 +259,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         "Meta refused a send for throughput: the number's send rate is lowered",
       ),
   });
+  // A campaign message's recorded outcome moves its recipient (src/campaigns/send.ts).
+  onCampaignSendOutcome(recordCampaignSendOutcome);
   const jobs = createJobs(database.pool, sends);
   const deps: AppDeps = {
     config,

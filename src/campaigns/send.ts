@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, inArray, type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import {
@@ -10,27 +10,38 @@ import {
 } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { nextMessageTime } from "../inbox/threads.js";
-import { classifySendError } from "../jobs/tasks/send-bot-message.js";
-import { GraphApiError, type OutboundMessage, type SentMessage } from "../upstream/graph.js";
+import { enqueueCampaignSends as enqueueCampaignMessages } from "../sending/outbound.js";
+import type { CampaignSendOutcome } from "../sending/outcomes.js";
+import type { OutboundMessage } from "../upstream/graph.js";
 import { campaignUpdated } from "./events.js";
 import { type CampaignParameters, fillParameters, renderForContact, templateShape } from "./parameters.js";
 
 export const CAMPAIGN_SEND_TASK = "campaign-send";
-/** Jobs that send one campaign at once (on any instances); each claims its own batches. */
+/** Jobs that claim one campaign's recipients at once (on any instances). */
 export const CAMPAIGN_SEND_JOBS = 2;
 /** Below customer-facing jobs (priority 0): replies, agent sends and reactions go first. */
 export const CAMPAIGN_JOB_PRIORITY = 10;
-/** Recipients one claim takes: their sends are in flight together. */
+/** The fewest recipients one claim takes (more at a high `messages_per_second`, at most CAMPAIGN_BATCH_MAX). */
 export const CAMPAIGN_BATCH = 25;
-/** How long one job run sends before handing its place back to the queue. */
+const CAMPAIGN_BATCH_MAX = 250;
+/**
+ * Seconds of sending, at the number's `messages_per_second`, claimed ahead:
+ * the campaign's recipients `sending` at once stay below this many seconds'
+ * worth (at least one batch), so memory and the send queue stay bounded and a
+ * pause stops the campaign within about this long.
+ */
+export const CLAIM_AHEAD_S = 2;
+/** How long one job run claims before handing its place back to the queue. */
 const RUN_SLICE_MS = 5_000;
+/** A full window (or sends just handed over) is looked at again this often. */
+const WINDOW_POLL_MS = 100;
+/** Sends claimed this recently are waited for by the claim job itself (their outcomes come within moments). */
+const FRESH_CLAIM_MS = 3_000;
+/** Older sends in flight (retries, unknown outcomes in their window): the campaign is looked at this often. */
+const IDLE_LOOK_MS = 5_000;
 /** Meta's per-user marketing limit: deferred this long, then tried once more. */
 export const DEFER_MS = 24 * 60 * 60 * 1000;
-/** A recipient claimed this long ago and never recorded was being sent by a process that died. */
-export const SENDING_STALE_MS = 120_000;
 
-/** A send Meta refused for throughput waits this long before its next claim. */
-const REQUEUE_DELAY_MS = 2_000;
 /** Meta's codes that say the template itself stopped (paused or disabled by Meta). */
 const TEMPLATE_STOPPED = new Set([132015, 132016]);
 const MARKETING_LIMIT = 131049;
@@ -38,7 +49,9 @@ const MARKETING_LIMIT = 131049;
 const recipientKey = (campaignId: string, contactId: string) =>
   and(eq(campaignRecipients.campaignId, campaignId), eq(campaignRecipients.contactId, contactId));
 
-/** Adds the campaign's send jobs (one per slot; a slot's job that has not started is replaced, not doubled). */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Adds the campaign's claim jobs (one per slot; a slot's job that has not started is replaced, not doubled). */
 export async function enqueueCampaignSends(tx: DbOrTx, campaignId: string, runAt?: Date | null) {
   for (let slot = 0; slot < CAMPAIGN_SEND_JOBS; slot++) {
     await tx.execute(sql`select graphile_worker.add_job(
@@ -51,18 +64,6 @@ export async function enqueueCampaignSends(tx: DbOrTx, campaignId: string, runAt
   }
 }
 
-/**
- * The one upstream call of a campaign send: the template message stored in
- * the recipient's conversation, sent with today's Graph API client. (The
- * send pipeline's rate and callback-data resolution attach here.)
- */
-export async function sendCampaignMessage(
-  deps: Pick<AppDeps, "graph">,
-  input: { token: string; phoneNumberId: string; to: string; outbound: OutboundMessage; messageId: string },
-): Promise<SentMessage> {
-  return deps.graph.sendMessage(input.token, input.phoneNumberId, input.to, input.outbound);
-}
-
 interface Claimed {
   contact_id: string;
   attempts: number;
@@ -72,22 +73,19 @@ interface Claimed {
   opted_out: boolean;
 }
 
-type Outcome =
-  | { status: "sent"; upstreamId: string }
-  | { status: "failed"; code: string; title: string; error: Record<string, unknown> }
-  | { status: "deferred"; code: string; title: string; error: Record<string, unknown> }
-  | { status: "unknown"; error: Record<string, unknown> }
-  | { status: "requeue"; error: Record<string, unknown>; pauseReason?: string };
-
 /**
  * The `campaign-send` task: while the campaign runs, claims batches of its
- * queued recipients and sends them. Exactly once per recipient: a claim
- * moves the recipient `queued` -> `sending` and writes its message row in one
- * transaction, committed before the upstream call; nothing ever sends a
- * recipient that is not `queued` (or `deferred` and due). A process that
- * dies mid-send leaves the recipient `sending` and its message `pending`;
- * after SENDING_STALE_MS a later run records it `unknown` (error
- * `unknown_outcome`), never sends it again, and the campaign can complete.
+ * queued recipients and hands each one's template message to the send
+ * pipeline (src/sending), which sends it at the number's
+ * `messages_per_second` after every customer-facing send, with its callback
+ * data, and resolves an unknown outcome as any send's. Exactly once per
+ * recipient: a claim moves the recipient `queued` -> `sending`, writes its
+ * message row (`pending`) and adds the message's send job in one
+ * transaction; nothing ever claims a recipient that is not `queued` (or
+ * `deferred` and due), and the pipeline sends a message at most once more
+ * than provably refused. The pipeline's recorded outcome moves the
+ * recipient (recordCampaignSendOutcome, in the same transaction). Claims
+ * stay CLAIM_AHEAD_S seconds of sending ahead of the number's rate.
  */
 export async function runCampaignSends(deps: AppDeps, campaignId: string): Promise<void> {
   const started = Date.now();
@@ -99,39 +97,54 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
       await pauseCampaign(deps.db, campaignId, context.problem);
       return;
     }
-    const claimed = await claimBatch(deps, campaign, context);
-    if (claimed.length === 0) {
-      if (await settle(deps, campaignId)) continue;
+    const window = Math.max(CAMPAIGN_BATCH, Math.ceil(context.messagesPerSecond * CLAIM_AHEAD_S));
+    const room = window - (await sendingCount(deps.db, campaignId));
+    const batch = Math.min(
+      room,
+      Math.min(CAMPAIGN_BATCH_MAX, Math.max(CAMPAIGN_BATCH, Math.ceil(context.messagesPerSecond / 4))),
+    );
+    if (batch <= 0 && !(await claimedLately(deps.db, campaignId))) {
+      // The window is full of older sends (retries in backoff, unknown outcomes in their window):
+      // no job waits on them; the campaign is looked at again shortly.
+      await deps.db.execute(
+        sql`select ${nextLookJob(campaignId, sql`now() + ${`${IDLE_LOOK_MS} milliseconds`}::interval`)}`,
+      );
       return;
     }
-    const outcomes = await Promise.all(
-      claimed.map(async (c) => {
-        try {
-          const sent = await sendCampaignMessage(deps, {
-            ...context,
-            to: c.to,
-            outbound: c.outbound,
-            messageId: c.messageId,
-          });
-          return { c, outcome: { status: "sent", upstreamId: sent.messageId } as Outcome };
-        } catch (error) {
-          return { c, outcome: outcomeOf(error, c.attempts) };
-        }
-      }),
-    );
-    let pauseReason: string | undefined;
-    for (const { c, outcome } of outcomes) {
-      await record(deps, c, outcome);
-      if (outcome.status === "requeue" && outcome.pauseReason) pauseReason = outcome.pauseReason;
+    const claimed = batch > 0 ? await claimBatch(deps, campaign, context, batch) : -1;
+    let inFlight = false;
+    if (claimed === 0) {
+      const next = await settle(deps, campaignId);
+      if (next === "again") continue;
+      if (next === "later") return;
+      // Sends in flight: their outcomes, recorded by the pipeline, complete the campaign.
+      inFlight = true;
     }
-    if (pauseReason) await pauseCampaign(deps.db, campaignId, pauseReason);
-    await campaignUpdated(deps.db, campaignId);
+    if (claimed > 0) await campaignUpdated(deps.db, campaignId);
     if (Date.now() - started > RUN_SLICE_MS) {
       // Hand the slot back to the queue: other work (and a stopping instance) gets its turn.
       await enqueueCampaignSends(deps.db, campaignId);
       return;
     }
+    // The window is full: the pipeline sends what is claimed before more is.
+    if (claimed < 0 || inFlight) await sleep(WINDOW_POLL_MS);
   }
+}
+
+/** Whether some of the campaign's sends were handed to the pipeline within FRESH_CLAIM_MS. */
+async function claimedLately(db: DbOrTx, campaignId: string): Promise<boolean> {
+  const { rows } = await db.execute<{ fresh: boolean }>(sql`
+    select exists (select 1 from ${campaignRecipients}
+                    where campaign_id = ${campaignId}::uuid and status = 'sending'
+                      and claimed_at > now() - ${`${FRESH_CLAIM_MS} milliseconds`}::interval) as fresh`);
+  return Boolean(rows[0]?.fresh);
+}
+
+async function sendingCount(db: DbOrTx, campaignId: string): Promise<number> {
+  const { rows } = await db.execute<{ n: number }>(sql`
+    select count(*)::int as n from ${campaignRecipients}
+     where campaign_id = ${campaignId}::uuid and status = 'sending'`);
+  return rows[0]?.n ?? 0;
 }
 
 /** The campaign if it runs (a scheduled one whose time came starts now); null otherwise. */
@@ -160,8 +173,7 @@ async function beginRunning(deps: AppDeps, campaignId: string) {
 }
 
 type Context = {
-  token: string;
-  phoneNumberId: string;
+  messagesPerSecond: number;
   shape: ReturnType<typeof templateShape>;
   filled: Extract<ReturnType<typeof fillParameters>, { ok: true }>["filled"];
 };
@@ -171,13 +183,16 @@ async function sendContext(
   campaign: typeof campaigns.$inferSelect,
 ): Promise<Context | { problem: string }> {
   const [config] = await deps.db
-    .select({ phoneNumberId: messagingConfigs.phoneNumberId, accessToken: messagingConfigs.accessToken })
+    .select({
+      accessToken: messagingConfigs.accessToken,
+      messagesPerSecond: messagingConfigs.messagesPerSecond,
+    })
     .from(messagingConfigs)
     .where(eq(messagingConfigs.accountId, campaign.accountId));
   if (!config) return { problem: "channel_not_configured" };
-  let token: string;
   try {
-    token = deps.cipher.decrypt(config.accessToken);
+    // Checked here so that a campaign whose channel cannot send pauses instead of failing everyone.
+    deps.cipher.decrypt(config.accessToken);
   } catch {
     return { problem: "channel_token_unreadable" };
   }
@@ -196,25 +211,22 @@ async function sendContext(
   const shape = templateShape(template.components);
   const filled = fillParameters(shape, campaign.parameters as CampaignParameters);
   if (!filled.ok) return { problem: "template_changed" };
-  return { token, phoneNumberId: config.phoneNumberId, shape, filled: filled.filled };
-}
-
-interface ClaimedSend {
-  campaignId: string;
-  contactId: string;
-  messageId: string;
-  to: string;
-  outbound: OutboundMessage;
-  attempts: number;
+  return { messagesPerSecond: config.messagesPerSecond, shape, filled: filled.filled };
 }
 
 /**
- * Claims up to CAMPAIGN_BATCH due recipients and, in the same transaction,
- * writes each one's template message (pending, `campaign_id`) in its
- * conversation (created when the contact has none), or records why it is
- * skipped (opted out since the snapshot, no number, a value left empty).
+ * Claims up to `limit` due recipients and, in the same transaction, writes
+ * each one's template message (pending, `campaign_id`) in its conversation
+ * (created when the contact has none) with its send job, or records why it
+ * is skipped (opted out since the snapshot, no number, a value left empty).
+ * Answers how many recipients it claimed (sent or skipped).
  */
-async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect, context: Context) {
+async function claimBatch(
+  deps: AppDeps,
+  campaign: typeof campaigns.$inferSelect,
+  context: Context,
+  limit: number,
+): Promise<number> {
   return deps.db.transaction(async (tx) => {
     const { rows } = await tx.execute<Claimed & Record<string, unknown>>(
       prepared(sql`
@@ -223,7 +235,7 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
          where campaign_id = ${campaign.id}::uuid and status = 'queued'
            and coalesce(next_attempt_at, '-infinity') <= now()
          order by contact_id
-         limit ${CAMPAIGN_BATCH}
+         limit ${limit}
          for update skip locked
       ), claimed as (
         update ${campaignRecipients} r
@@ -262,7 +274,7 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
         .set({ status: "skipped", skippedReason: s.reason, updatedAt: sql`now()` })
         .where(recipientKey(campaign.id, s.id));
     }
-    if (sends.length === 0) return [];
+    if (sends.length === 0) return rows.length;
     const now = deps.now();
     const { rows: threads } = await tx.execute<{ id: string; contact_id: string }>(sql`
       insert into conversations (account_id, contact_id, last_message_at)
@@ -287,7 +299,6 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
             text: s.text,
             payload: s.outbound as unknown as Record<string, unknown>,
             status: "pending" as const,
-            sendStartedAt: now,
             campaignId: campaign.id,
             createdAt: at,
             updatedAt: at,
@@ -295,113 +306,110 @@ async function claimBatch(deps: AppDeps, campaign: typeof campaigns.$inferSelect
         }),
       )
       .returning({ id: messages.id, conversationId: messages.conversationId });
-    const claimedSends: ClaimedSend[] = [];
-    for (const [i, s] of sends.entries()) {
-      const messageId = inserted[i]?.id as string;
-      await tx.update(campaignRecipients).set({ messageId }).where(recipientKey(campaign.id, s.contact_id));
-      claimedSends.push({
-        campaignId: campaign.id,
-        contactId: s.contact_id,
-        messageId,
-        to: s.phone as string,
-        outbound: s.outbound,
-        attempts: s.attempts,
-      });
-    }
-    return claimedSends;
-  });
-}
-
-function outcomeOf(error: unknown, attempts: number): Outcome {
-  const details =
-    error instanceof GraphApiError ? error.toJSON() : { message: "The message could not be sent" };
-  const code = error instanceof GraphApiError ? error.code : undefined;
-  const title = error instanceof GraphApiError ? error.message : "The message could not be sent";
-  if (code !== undefined && TEMPLATE_STOPPED.has(code)) {
-    return {
-      status: "requeue",
-      error: details,
-      pauseReason: code === 132015 ? "template_paused" : "template_disabled",
-    };
-  }
-  if (code === MARKETING_LIMIT && attempts < 2) {
-    return { status: "deferred", code: String(code), title, error: details };
-  }
-  const kind = classifySendError(error);
-  if (kind === "retry") return { status: "requeue", error: details };
-  if (kind === "unknown") return { status: "unknown", error: details };
-  return { status: "failed", code: code === undefined ? "send_failed" : String(code), title, error: details };
-}
-
-/** Records one send's outcome on its recipient and its message. */
-async function record(deps: AppDeps, c: ClaimedSend, outcome: Outcome) {
-  await deps.db.transaction(async (tx) => {
-    const recipient = and(recipientKey(c.campaignId, c.contactId), eq(campaignRecipients.status, "sending"));
-    const message = and(eq(messages.id, c.messageId), eq(messages.status, "pending"));
-    switch (outcome.status) {
-      case "sent":
-        await tx
-          .update(messages)
-          .set({ status: "sent", messageId: outcome.upstreamId, updatedAt: sql`now()` })
-          .where(message);
-        await tx.update(campaignRecipients).set({ status: "sent", updatedAt: sql`now()` }).where(recipient);
-        return;
-      case "failed":
-      case "deferred":
-        await tx
-          .update(messages)
-          .set({ status: "failed", error: outcome.error, updatedAt: sql`now()` })
-          .where(message);
-        await tx
-          .update(campaignRecipients)
-          .set({
-            status: outcome.status,
-            errorCode: outcome.code,
-            errorTitle: outcome.title,
-            nextAttemptAt: outcome.status === "deferred" ? new Date(Date.now() + DEFER_MS) : null,
-            updatedAt: sql`now()`,
-          })
-          .where(recipient);
-        return;
-      case "requeue":
-        // Meta provably did not take it: the message row goes, the recipient waits for another claim.
-        await tx
-          .update(campaignRecipients)
-          .set({
-            status: "queued",
-            messageId: null,
-            attempts: sql`${campaignRecipients.attempts} - 1`,
-            nextAttemptAt: new Date(Date.now() + REQUEUE_DELAY_MS),
-            updatedAt: sql`now()`,
-          })
-          .where(recipient);
-        await tx.delete(messages).where(message);
-        return;
-      case "unknown":
-        await tx
-          .update(campaignRecipients)
-          .set({
-            status: "unknown",
-            errorCode: "unknown_outcome",
-            errorTitle: String(outcome.error.message ?? ""),
-            updatedAt: sql`now()`,
-          })
-          .where(recipient);
-        await tx
-          .update(messages)
-          .set({ error: { ...outcome.error, kind: "unknown_outcome" }, updatedAt: sql`now()` })
-          .where(message);
-        return;
-    }
+    const messageIds = inserted.map((m) => m.id);
+    await tx.execute(sql`
+      update ${campaignRecipients} r set message_id = x.message_id
+        from unnest(${sql.param(sends.map((s) => s.contact_id))}::uuid[],
+                    ${sql.param(messageIds)}::uuid[]) as x(contact_id, message_id)
+       where r.campaign_id = ${campaign.id}::uuid and r.contact_id = x.contact_id`);
+    await enqueueCampaignMessages(tx, messageIds);
+    return rows.length;
   });
 }
 
 /**
- * No recipient left to claim: records sends interrupted by a dead process
- * as `unknown`, and completes the campaign when every recipient is final
- * (else looks again when the oldest send in flight turns stale).
+ * What the send pipeline recorded for a campaign message moves its recipient
+ * (registered with onCampaignSendOutcome; runs in the pipeline's recording
+ * transaction). Sent: `sent`. Refused: 131049 `deferred` a day for its one
+ * more try; a template Meta paused or disabled: the recipient waits `queued`
+ * (its message row goes: Meta never took it) and the campaign pauses with
+ * `paused_reason`; anything else, and an unknown outcome its one resend did
+ * not resolve (`unknown_outcome`): `failed` with the code and title.
  */
-async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
+export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSendOutcome): Promise<void> {
+  const recipient = and(
+    eq(campaignRecipients.campaignId, outcome.campaignId),
+    eq(campaignRecipients.messageId, outcome.messageId),
+    eq(campaignRecipients.status, "sending"),
+  );
+  if (outcome.status === "sent") {
+    const moved = await tx
+      .update(campaignRecipients)
+      .set({ status: "sent", updatedAt: sql`now()` })
+      .where(recipient)
+      .returning({ id: campaignRecipients.contactId });
+    if (moved.length) await wakeWhenLast(tx, outcome.campaignId);
+    return;
+  }
+  const error: Record<string, unknown> & { message: string } = outcome.error ?? {
+    message: "The message could not be sent",
+  };
+  const code = typeof error.code === "number" ? error.code : undefined;
+  if (code !== undefined && TEMPLATE_STOPPED.has(code)) {
+    const [requeued] = await tx
+      .update(campaignRecipients)
+      .set({
+        status: "queued",
+        messageId: null,
+        attempts: sql`${campaignRecipients.attempts} - 1`,
+        nextAttemptAt: null,
+        updatedAt: sql`now()`,
+      })
+      .where(recipient)
+      .returning({ id: campaignRecipients.contactId });
+    if (requeued) await tx.delete(messages).where(eq(messages.id, outcome.messageId));
+    await pauseCampaign(tx, outcome.campaignId, code === 132015 ? "template_paused" : "template_disabled");
+    return;
+  }
+  const errorCode =
+    error.kind === "unknown_outcome" ? "unknown_outcome" : code === undefined ? "send_failed" : String(code);
+  const deferrable = code === MARKETING_LIMIT;
+  const moved = await tx
+    .update(campaignRecipients)
+    .set({
+      status: deferrable
+        ? sql`case when ${campaignRecipients.attempts} < 2 then 'deferred' else 'failed' end`
+        : "failed",
+      errorCode,
+      errorTitle: String(error.message),
+      nextAttemptAt: deferrable
+        ? sql`case when ${campaignRecipients.attempts} < 2 then ${new Date(Date.now() + DEFER_MS).toISOString()}::timestamptz end`
+        : null,
+      updatedAt: sql`now()`,
+    })
+    .where(recipient)
+    .returning({ id: campaignRecipients.contactId });
+  if (moved.length) await wakeWhenLast(tx, outcome.campaignId);
+}
+
+/**
+ * The campaign's last send in flight is recorded: its claim job runs now (to
+ * complete the campaign, or wait for deferred recipients). Two last outcomes
+ * recorded at the same moment may each see the other: the job's own look,
+ * IDLE_LOOK_MS later, covers that.
+ */
+async function wakeWhenLast(tx: DbOrTx, campaignId: string) {
+  await tx.execute(sql`
+    select ${nextLookJob(campaignId, sql`now()`)}
+     where not exists (select 1 from ${campaignRecipients}
+                        where campaign_id = ${campaignId}::uuid and status = 'sending')`);
+}
+
+const nextLookJob = (campaignId: string, runAt: SQL) => sql`graphile_worker.add_job(
+      identifier := ${CAMPAIGN_SEND_TASK}::text,
+      payload := ${JSON.stringify({ campaignId })}::json,
+      run_at := ${runAt},
+      job_key := ${`${CAMPAIGN_SEND_TASK}:${campaignId}:next`}::text,
+      priority := ${CAMPAIGN_JOB_PRIORITY}::integer)`;
+
+/**
+ * No recipient left to claim: queues deferred recipients whose day is over
+ * (`again`), and completes the campaign when every recipient is final
+ * (`later`: nothing to do). With sends in flight: `in_flight` (the caller
+ * looks again shortly; the pipeline records their outcomes). Else the
+ * campaign is looked at again when the next recipient falls due (`later`).
+ */
+async function settle(deps: AppDeps, campaignId: string): Promise<"again" | "in_flight" | "later"> {
   // Deferred recipients whose day is over are queued again (their second and last try).
   const due = await deps.db
     .update(campaignRecipients)
@@ -414,23 +422,7 @@ async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
       ),
     )
     .returning({ id: campaignRecipients.contactId });
-  if (due.length) return true;
-  const stale = await deps.db
-    .update(campaignRecipients)
-    .set({
-      status: "unknown",
-      errorCode: "unknown_outcome",
-      errorTitle: "The sending process stopped after the request may have gone out; not sent again",
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(campaignRecipients.campaignId, campaignId),
-        eq(campaignRecipients.status, "sending"),
-        sql`${campaignRecipients.claimedAt} < now() - ${`${SENDING_STALE_MS} milliseconds`}::interval`,
-      ),
-    )
-    .returning({ id: campaignRecipients.contactId });
+  if (due.length) return "again";
   const [done] = await deps.db
     .update(campaigns)
     .set({ status: "completed", completedAt: sql`now()`, updatedAt: sql`now()` })
@@ -443,24 +435,27 @@ async function settle(deps: AppDeps, campaignId: string): Promise<boolean> {
       ),
     )
     .returning({ id: campaigns.id });
-  if (done || stale.length) await campaignUpdated(deps.db, campaignId);
-  if (done) return false;
-  // Look again when the next recipient falls due: a requeued or deferred one, or a send in flight turning stale.
-  const { rows } = await deps.db.execute<{ at: string | null }>(sql`
-    select min(case when status = 'sending' then claimed_at + ${`${SENDING_STALE_MS + 1000} milliseconds`}::interval
-                    else next_attempt_at end) as at
+  await campaignUpdated(deps.db, campaignId);
+  if (done) return "later";
+  const { rows } = await deps.db.execute<{ at: string | null; fresh: boolean; sending: boolean }>(sql`
+    select min(coalesce(next_attempt_at, now())) filter (where status <> 'sending') as at,
+           bool_or(status = 'sending' and claimed_at > now() - ${`${FRESH_CLAIM_MS} milliseconds`}::interval) as fresh,
+           bool_or(status = 'sending') as sending
       from ${campaignRecipients}
      where campaign_id = ${campaignId}::uuid and status in ('queued', 'sending', 'deferred')`);
-  const at = rows[0]?.at;
-  if (at) {
-    await deps.db.execute(sql`select graphile_worker.add_job(
-      identifier := ${CAMPAIGN_SEND_TASK}::text,
-      payload := ${JSON.stringify({ campaignId })}::json,
-      run_at := greatest(now(), ${new Date(at).toISOString()}::timestamptz),
-      job_key := ${`${CAMPAIGN_SEND_TASK}:${campaignId}:next`}::text,
-      priority := ${CAMPAIGN_JOB_PRIORITY}::integer)`);
-  }
-  return false;
+  const row = rows[0];
+  // Sends just handed to the pipeline: their outcomes come within moments.
+  if (row?.fresh) return "in_flight";
+  // Older sends wait for a retry or their unknown-outcome window; the last recorded wakes the job.
+  let at = row?.at ? new Date(row.at) : null;
+  if (row?.sending)
+    at = new Date(Math.min(at?.getTime() ?? Number.POSITIVE_INFINITY, Date.now() + IDLE_LOOK_MS));
+  // The last send's outcome was recorded since the completion check: check again.
+  if (!at) return "again";
+  await deps.db.execute(
+    sql`select ${nextLookJob(campaignId, sql`greatest(now(), ${at.toISOString()}::timestamptz)`)}`,
+  );
+  return "later";
 }
 
 /** Pauses a running or scheduled campaign with a reason (Meta stopped its template, the channel went away). */

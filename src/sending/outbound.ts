@@ -12,6 +12,7 @@ import { addJob, addJobSql } from "../jobs/queue.js";
 import { customerQueue } from "../messaging/webhook-payload.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { SEND_BOT_MESSAGE_TASK, SEND_MESSAGE_TASK, SETTLE_SEND_TASK } from "./names.js";
+import { campaignSendOutcome } from "./outcomes.js";
 import type { SendPriority, SendResult } from "./pipeline.js";
 
 export { SEND_BOT_MESSAGE_TASK, SEND_MESSAGE_TASK, SETTLE_SEND_TASK };
@@ -104,6 +105,20 @@ export async function enqueueCampaignSend(db: DbOrTx, input: { messageId: string
       ...(input.queueName ? { queueName: input.queueName } : {}),
     },
   );
+}
+
+/**
+ * enqueueCampaignSend for many stored `pending` messages in one statement (a
+ * campaign's claimed batch): each its own send job at campaign priority.
+ */
+export async function enqueueCampaignSends(db: DbOrTx, messageIds: string[]) {
+  if (messageIds.length === 0) return;
+  await db.execute(sql`
+    select count(${addJobSql(
+      SEND_MESSAGE_TASK,
+      sql`json_build_object('messageId', id, 'priority', 'campaign')`,
+      { priority: CAMPAIGN_JOB_PRIORITY, maxAttempts: 3 },
+    )}) from unnest(${sql.param(messageIds)}::uuid[]) as id`);
 }
 
 interface Claimed {
@@ -361,13 +376,17 @@ async function recordSent(
 ) {
   const sentAt = deps.now();
   await withContactLock(deps.pool, { accountId: sent.accountId, contactId: sent.contactId }, async (tx) => {
-    await tx.execute(sql`
+    const { rows } = await tx.execute<{ campaign_id: string | null }>(sql`
       update ${messages}
          set message_id = coalesce(message_id, ${sent.upstreamId}::text),
              status = case when status = 'pending' then 'sent' else status end,
              updated_at = ${sentAt.toISOString()}::timestamptz
-       where id = ${payload.messageId}::uuid`);
+       where id = ${payload.messageId}::uuid
+      returning campaign_id`);
     await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+    const campaignId = rows[0]?.campaign_id;
+    if (campaignId)
+      await campaignSendOutcome(tx, { messageId: payload.messageId, campaignId, status: "sent" });
     if (payload.runId)
       await continueRun(tx, deps, payload, { upstreamId: sent.upstreamId, type: sent.type, at: sentAt });
   });
@@ -402,12 +421,27 @@ async function recordFailure(
   error: Record<string, unknown> & { message: string },
   reason: string,
 ) {
-  const [message] = await deps.db
-    .update(messages)
-    .set({ status: "failed", error, updatedAt: deps.now() })
-    .where(and(eq(messages.id, payload.messageId), eq(messages.status, "pending")))
-    .returning({ accountId: messages.accountId, conversationId: messages.conversationId });
-  await deps.db.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+  const message = await deps.db.transaction(async (tx) => {
+    const [failed] = await tx
+      .update(messages)
+      .set({ status: "failed", error, updatedAt: deps.now() })
+      .where(and(eq(messages.id, payload.messageId), eq(messages.status, "pending")))
+      .returning({
+        accountId: messages.accountId,
+        conversationId: messages.conversationId,
+        campaignId: messages.campaignId,
+      });
+    await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+    if (failed?.campaignId) {
+      await campaignSendOutcome(tx, {
+        messageId: payload.messageId,
+        campaignId: failed.campaignId,
+        status: "failed",
+        error,
+      });
+    }
+    return failed;
+  });
   if (!message || reason === "run_ended" || !payload.runId) return;
   const runId = payload.runId;
   const [conversation] = await deps.db

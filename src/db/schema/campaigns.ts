@@ -16,9 +16,10 @@ export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 
 /**
  * A recipient's place in its campaign. `sending`: claimed, its message row
- * written, the upstream call under way (or interrupted); `unknown`: the call
- * went out and no answer came back (never sent again by the campaign; see
- * src/campaigns/send.ts).
+ * and send job written; the send pipeline sends it and its recorded outcome
+ * moves the recipient on (an unknown outcome stays `sending` until section
+ * 10's resolution: see src/campaigns/send.ts). `unknown`: set only by
+ * earlier versions (a send interrupted and never resolved).
  */
 export const RECIPIENT_STATUSES = [
   "queued",

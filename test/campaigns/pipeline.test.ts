@@ -1,0 +1,225 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { statusPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+import {
+  type Business,
+  business,
+  customerOf,
+  type SandboxedApp,
+  startSandboxedApp,
+  upstreamCalls,
+} from "../helpers/sandbox-app.js";
+import { postWebhook } from "../webhook/meta.js";
+import { addContacts, CAMPAIGN_TEMPLATES, type Json } from "./helpers.js";
+
+/**
+ * Campaign sends go through the send pipeline: after customer-facing sends,
+ * with our message id as `biz_opaque_callback_data`, and an unknown outcome
+ * resolved as any send's (product.md section 10).
+ */
+
+let s: SandboxedApp;
+beforeAll(async () => {
+  s = await startSandboxedApp();
+});
+afterAll(() => s.close());
+beforeEach(() => s.sandbox.clearRequests());
+
+const api = (b: Business, method: "GET" | "POST" | "PUT", url: string, payload?: unknown) =>
+  s.t.app.inject({
+    method,
+    url,
+    headers: { ...b.user.headers, ...(payload === undefined ? {} : { "content-type": "application/json" }) },
+    ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+  });
+
+async function ready(): Promise<Business> {
+  const b = await business(s);
+  s.sandbox.setTemplates(b.businessAccountId, CAMPAIGN_TEMPLATES);
+  expect((await api(b, "POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
+  return b;
+}
+
+async function startedCampaign(b: Business): Promise<string> {
+  const created = await api(b, "POST", "/api/campaigns", {
+    name: "Notice",
+    template: { name: "plain_notice", language: "en_US" },
+    audience: {},
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  const id = created.json().campaign.id as string;
+  expect((await api(b, "POST", `/api/campaigns/${id}/start`)).statusCode).toBe(200);
+  return id;
+}
+
+const templateSends = (b: Business) =>
+  upstreamCalls(s, "POST", `${b.phoneNumberId}/messages`)
+    .map((r) => r.body as Json)
+    .filter((body) => body.type === "template");
+
+async function recipient(id: string) {
+  const { rows } = await s.t.database.db.execute<{
+    status: string;
+    error_code: string | null;
+    message_id: string | null;
+  }>(sql`select status, error_code, message_id from campaign_recipients where campaign_id = ${id}`);
+  expect(rows).toHaveLength(1);
+  return rows[0] as { status: string; error_code: string | null; message_id: string | null };
+}
+
+const campaignOf = async (b: Business, id: string) =>
+  (await api(b, "GET", `/api/campaigns/${id}`)).json().campaign;
+
+/** The unknown-outcome window (SEND_UNKNOWN_WINDOW_S) ends: every waiting job is due now. */
+async function windowEnds() {
+  await s.t.database.pool.query(
+    "update graphile_worker._private_jobs set run_at = now() where locked_at is null",
+  );
+  await s.t.app.deps.jobs.drain();
+}
+
+describe("a campaign send whose outcome is unknown", () => {
+  it("is recorded sent when Meta's status names its callback data, and never sent again", async () => {
+    const b = await ready();
+    const [person] = await addContacts(s.t, b.accountId, 1);
+    // Meta takes the send, then the connection drops before its answer.
+    s.sandbox.inject({ method: "POST", path: /\/messages$/ }, { dropAfterAccept: true });
+    const id = await startedCampaign(b);
+    await s.t.app.deps.jobs.drain();
+    const [sent] = templateSends(b);
+    const waiting = await recipient(id);
+    expect(waiting).toMatchObject({ status: "sending" });
+    expect(sent?.biz_opaque_callback_data).toBe(waiting.message_id);
+    expect(sent?.to).toBe(person?.phone);
+
+    const upstreamId = "wamid.HBgLMTY1MDU1NTEyMzQVAgARGBJDQU1QQUlHTlNUQVRVU0VDSE8A";
+    const hook = await postWebhook(
+      s.t.app,
+      statusPayload({
+        phoneNumberId: b.phoneNumberId,
+        messageId: upstreamId,
+        recipientId: person?.phone as string,
+        status: "sent",
+        callbackData: waiting.message_id as string,
+      }).payload,
+    );
+    expect(hook.statusCode).toBe(200);
+    await s.t.app.deps.jobs.drain();
+    expect(await recipient(id)).toMatchObject({ status: "sent", error_code: null });
+    await windowEnds();
+    expect(templateSends(b)).toHaveLength(1);
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1 } });
+    const { rows } = await s.t.database.db.execute<{ message_id: string; status: string }>(
+      sql`select message_id, status from messages where id = ${waiting.message_id}`,
+    );
+    expect(rows[0]).toEqual({ message_id: upstreamId, status: "sent" });
+  });
+
+  it("is sent once more after the window when no status names it", async () => {
+    const b = await ready();
+    await addContacts(s.t, b.accountId, 1);
+    // The connection drops with the request on the wire: nobody can tell whether Meta took it.
+    s.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true });
+    const id = await startedCampaign(b);
+    await s.t.app.deps.jobs.drain();
+    expect(templateSends(b)).toHaveLength(1);
+    expect(await recipient(id)).toMatchObject({ status: "sending" });
+    expect((await campaignOf(b, id)).status).toBe("running");
+
+    await windowEnds();
+    const sends = templateSends(b);
+    const done = await recipient(id);
+    expect(sends).toHaveLength(2);
+    expect(sends.map((body) => body.biz_opaque_callback_data)).toEqual([done.message_id, done.message_id]);
+    expect(done).toMatchObject({ status: "sent", error_code: null });
+    await windowEnds();
+    expect(templateSends(b)).toHaveLength(2);
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1 } });
+  });
+
+  it("fails with unknown_outcome when the one resend's outcome is unknown too", async () => {
+    const b = await ready();
+    await addContacts(s.t, b.accountId, 1);
+    s.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true, times: 2 });
+    const id = await startedCampaign(b);
+    await s.t.app.deps.jobs.drain();
+    await windowEnds();
+    expect(templateSends(b)).toHaveLength(2);
+    expect(await recipient(id)).toMatchObject({ status: "sending" });
+    await windowEnds();
+    expect(templateSends(b)).toHaveLength(2);
+    expect(await recipient(id)).toMatchObject({ status: "failed", error_code: "unknown_outcome" });
+    const campaign = await campaignOf(b, id);
+    expect(campaign).toMatchObject({ status: "completed", counts: { failed: 1 } });
+    const failed = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
+    expect(failed.recipients[0]).toMatchObject({
+      error_code: "unknown_outcome",
+      error_title: expect.stringMatching(/not sent a third time/),
+    });
+  });
+});
+
+describe("customer-facing sends first", () => {
+  it("a bot reply goes out ahead of a running campaign's queued sends, at the number's rate", async () => {
+    const b = await ready();
+    const rate = 5;
+    await s.t.database.pool.query(
+      "update messaging_configs set messages_per_second = $1 where account_id = $2",
+      [rate, b.accountId],
+    );
+    const flow = await api(b, "POST", "/api/flows", {
+      name: "Hours",
+      trigger_type: "keyword",
+      trigger_config: { keywords: ["hours"], match_type: "exact" },
+    });
+    expect(flow.statusCode, flow.body).toBe(201);
+    const flowId = flow.json().flow.id as string;
+    const put = await api(b, "PUT", `/api/flows/${flowId}`, {
+      entry_node_id: "start",
+      nodes: [
+        { node_key: "start", node_type: "start", config: { next_node_key: "say" } },
+        {
+          node_key: "say",
+          node_type: "send_message",
+          config: { text: "We open at 9", next_node_key: "end" },
+        },
+        { node_key: "end", node_type: "end", config: {} },
+      ],
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    const activated = await api(b, "POST", `/api/flows/${flowId}/activate`, { status: "active" });
+    expect(activated.statusCode, activated.body).toBe(200);
+
+    await addContacts(s.t, b.accountId, 20);
+    const id = await startedCampaign(b);
+    const outbound = () =>
+      upstreamCalls(s, "POST", `${b.phoneNumberId}/messages`).filter(
+        (r) => (r.body as Json).status !== "read",
+      );
+    // The campaign is under way, most of it still to send.
+    const started = Date.now();
+    while (templateSends(b).length < 3) {
+      if (Date.now() - started > 10_000) throw new Error("the campaign did not start sending");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const before = outbound().length;
+    const customer = customerOf(s, b);
+    // customerOf waits for the jobs it causes: the campaign's too.
+    await customer.text("hours");
+    const all = outbound();
+    const reply = all.findIndex((r) => (r.body as Json).to === customer.waId);
+    expect(reply).toBeGreaterThanOrEqual(0);
+    expect((all[reply]?.body as Json)?.text).toEqual({ body: "We open at 9" });
+    // The reply took one of the number's next slots (the slot already reserved may go first); the
+    // campaign's sends claimed before it were still waiting, and went after it.
+    expect(reply).toBeLessThanOrEqual(before + 2);
+    const campaignAfter = all.slice(reply + 1).filter((r) => (r.body as Json).type === "template");
+    expect(campaignAfter.length).toBeGreaterThanOrEqual(10);
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 20 } });
+    // And at the number's rate throughout, the reply included.
+    const times = all.map((r) => r.at.getTime()).sort((x, y) => x - y);
+    for (let i = 0; i + rate < times.length; i++) {
+      expect((times[i + rate] as number) - (times[i] as number)).toBeGreaterThanOrEqual(1000);
+    }
+  }, 60_000);
+});
