@@ -44,6 +44,12 @@ export const filterQuery = z.object({
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((v) => v === "true")
     .optional(),
-  attribute: z.string().min(1).max(64).describe("Contacts that have this attribute").optional(),
+  attribute: z
+    .string({ error: "must be a string" })
+    .min(1, "must not be empty")
+    .max(ATTRIBUTE_KEY_MAX_LENGTH, `must be at most ${ATTRIBUTE_KEY_MAX_LENGTH} characters`)
+    .regex(ATTRIBUTE_KEY, "must be letters, digits, '_', '.' or '-' (an attribute key)")
+    .describe("Contacts that have this attribute")
+    .optional(),
   value: storableString({ max: 1024 }).describe("...with this value (with `attribute`)").optional(),
 });

@@ -227,7 +227,7 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
         "Columns `row` (the file's row number; the header is row 1), `value` (the offending cell) and `reason`.",
       params: idParams,
       responses: {
-        200: "text/csv",
+        200: { description: "The rows as CSV", contentType: "text/csv" },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "No such import in the caller's account",
