@@ -190,6 +190,14 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
         ["canned", "/settings/canned", () => p.getByText("/shipping").waitFor()],
         ["api-keys", "/settings/api-keys", () => p.getByText("Zapier integration for the shop").waitFor()],
         ["webhooks", "/settings/webhooks", () => p.getByRole("heading").first().waitFor()],
+        ["automation", "/settings/automation", () => p.getByRole("heading").first().waitFor()],
+        ["contact-import", "/contacts/import", () => p.getByRole("heading").first().waitFor()],
+        ["campaigns", "/campaigns", () => p.getByRole("heading").first().waitFor()],
+        [
+          "campaign-wizard",
+          "/campaigns/new",
+          () => p.getByRole("heading", { name: "1. Template" }).waitFor(),
+        ],
       ];
       const wide: string[] = [];
       for (const [name, url, ready] of screens) {
