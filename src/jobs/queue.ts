@@ -1,5 +1,6 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
+import { pgErrorCode } from "../db/errors.js";
 
 /**
  * Enqueueing background work. A job is a row in graphile-worker's tables on our
@@ -55,6 +56,9 @@ export interface JobBatcher {
   add(task: string, payload: Record<string, unknown>, options?: JobOptions): Promise<void>;
 }
 
+/** PostgreSQL's deadlock_detected. */
+const DEADLOCK = "40P01";
+
 /** The most jobs one insert takes; more wait for the next. */
 const MAX_BATCH = 200;
 
@@ -88,10 +92,23 @@ export function createJobBatcher(db: DbOrTx): JobBatcher {
         }
       }
       waiting = later;
-      try {
-        await db.execute(sql`select count(*) from graphile_worker.add_jobs(array(
+      const specs = JSON.stringify(batch.map((w) => w.spec));
+      const insert = () =>
+        db.execute(sql`select count(*) from graphile_worker.add_jobs(array(
           select spec from json_populate_recordset(null::graphile_worker.job_spec,
-            ${JSON.stringify(batch.map((w) => w.spec))}::json) as spec))`);
+            ${specs}::json) as spec))`);
+      try {
+        // Two instances' batches that add the same new queue names can deadlock inside add_jobs
+        // (each inserts its names in its own order). PostgreSQL then aborts one whole batch, so
+        // adding it again is safe.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await insert();
+            break;
+          } catch (error) {
+            if (pgErrorCode(error) !== DEADLOCK || attempt >= 3) throw error;
+          }
+        }
         for (const w of batch) w.resolve();
       } catch (error) {
         for (const w of batch) w.reject(error);
