@@ -8,16 +8,12 @@
  * alone starts its own embedded PostgreSQL (or uses `--database-url=<superuser URL>`). `--quick`:
  * one measurement of each instead of the best of three. No worker runs: only the start is timed.
  */
+
 import { randomBytes } from "node:crypto";
-import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import pg from "pg";
 import { startCampaign } from "../src/campaigns/service.js";
 import { connectDatabase } from "../src/db/client.js";
-import { startEmbeddedPostgres } from "../src/db/embedded.js";
-import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
+import { benchDatabase } from "./database.js";
 
 const RECIPIENTS = 100_000;
 const TARGET = 3;
@@ -25,32 +21,7 @@ const rounds = process.argv.includes("--quick") ? 1 : 3;
 const log = (m: string) => console.log(`campaign bench: ${m}`);
 const cleanups: Array<() => Promise<unknown>> = [];
 
-async function database(): Promise<string> {
-  let admin = process.argv.find((a) => a.startsWith("--database-url="))?.slice("--database-url=".length);
-  if (!admin) {
-    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-campaign-bench-"));
-    await fs.chmod(dataDir, 0o755);
-    const embedded = await startEmbeddedPostgres({ dataDir, log: { info: () => {}, warn: log } });
-    cleanups.unshift(() => fs.rm(dataDir, { recursive: true, force: true }));
-    cleanups.unshift(() => embedded.stop());
-    admin = embedded.url;
-  }
-  const name = `campaign_bench_${randomBytes(4).toString("hex")}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  await client.query(`create database ${name}`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  cleanups.unshift(async () => {
-    const c = new pg.Client({ connectionString: admin });
-    await c.connect();
-    await c.query(`drop database if exists ${name} with (force)`);
-    await c.end();
-  });
-  await runMigrations(url.toString());
-  return url.toString();
-}
+const database = () => benchDatabase("campaign", log, cleanups);
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 

@@ -8,13 +8,10 @@
  * alone starts its own embedded PostgreSQL (or uses `--database-url=<superuser URL>`).
  * Needs Chromium (CHROMIUM_PATH or /usr/bin/chromium) for the second figure.
  */
+
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import fs from "node:fs/promises";
 import { createServer } from "node:net";
-import os from "node:os";
-import path from "node:path";
-import pg from "pg";
 import pino from "pino";
 import { chromium } from "playwright-core";
 import { CHROMIUM_FLAGS } from "../scripts/chromium-flags.mjs";
@@ -23,10 +20,9 @@ import { INBOX_JS_BUDGET_BYTES, measureConsoleBundle } from "../scripts/console-
 import { buildApp } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import { connectDatabase } from "../src/db/client.js";
-import { startEmbeddedPostgres } from "../src/db/embedded.js";
-import { runMigrations } from "../src/db/migrate.js";
 import { createCustomer } from "../src/upstream/sandbox/customer.js";
 import { startSandbox } from "../src/upstream/sandbox/server.js";
+import { benchDatabase } from "./database.js";
 
 const LATENCY_BUDGET_MS = 1000;
 const SAMPLES = process.argv.includes("--quick") ? 8 : 20;
@@ -56,32 +52,7 @@ async function bundle() {
   );
 }
 
-async function database(): Promise<string> {
-  let admin = process.argv.find((a) => a.startsWith("--database-url="))?.slice("--database-url=".length);
-  if (!admin) {
-    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-console-bench-"));
-    await fs.chmod(dataDir, 0o755);
-    const embedded = await startEmbeddedPostgres({ dataDir, log: { info: () => {}, warn: log } });
-    cleanups.unshift(() => fs.rm(dataDir, { recursive: true, force: true }));
-    cleanups.unshift(() => embedded.stop());
-    admin = embedded.url;
-  }
-  const name = `console_bench_${randomBytes(4).toString("hex")}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  await client.query(`create database ${name}`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  cleanups.unshift(async () => {
-    const c = new pg.Client({ connectionString: admin });
-    await c.connect();
-    await c.query(`drop database if exists ${name} with (force)`);
-    await c.end();
-  });
-  await runMigrations(url.toString());
-  return url.toString();
-}
+const database = () => benchDatabase("console", log, cleanups);
 
 async function latency(executablePath: string) {
   const appSecret = randomBytes(16).toString("hex");
