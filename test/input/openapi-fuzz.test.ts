@@ -360,9 +360,15 @@ describe("media uploads, fuzzed", () => {
           throw new Error(`${status} after an upload to Meta`);
         if (status === 201) sent += 1;
       }),
-      { seed: SEED, numRuns: RUNS * 3 },
+      {
+        seed: SEED,
+        numRuns: RUNS * 3,
+        // A good upload is always among the cases (random ones rarely match a
+        // type to its bytes), so the property sees both sides on every seed.
+        examples: [[{ filename: "photo.png", caption: "Table for two", type: "image/png", bytes: DEMO_IMAGE }]],
+      },
     );
-    // Some cases were good enough to be sent: the property saw both sides.
+    // The good case was sent: the property saw both sides.
     expect(sent).toBeGreaterThan(0);
   }, 300_000);
 });
