@@ -11,8 +11,8 @@ import {
   toRunnerLook,
 } from "../flows/runner/look.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
-import { addJob } from "../jobs/queue.js";
 import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
+import { addJob } from "../queue/add.js";
 import { SETTLE_SEND_TASK } from "../sending/names.js";
 import { applyTemplateStatus } from "../templates/service.js";
 import { toUpstreamPhone } from "../upstream/graph.js";

@@ -14,7 +14,7 @@ import type { Task } from "../types.js";
  * cannot be stored makes the job fail after the others are done, and it runs
  * again later (the stored ones are found, not stored twice).
  */
-export const processWebhook: Task = async (payload, deps) => {
+export const processWebhook: Task<"process-webhook"> = async (payload, deps) => {
   const { db, log } = deps;
   const batch = readWebhookBatch(payload.delivery);
   for (const problem of batch.problems) log.warn({ problem }, "webhook part skipped");
