@@ -1,5 +1,5 @@
 import type { DbOrTx } from "../db/client.js";
-import type { TokenCipher } from "../messaging/crypto.js";
+import type { TokenCipher } from "../ports.js";
 import { addJob } from "../queue/add.js";
 import type { Mail, MailKind } from "./mailer.js";
 

@@ -11,9 +11,8 @@ import {
   toRunnerLook,
 } from "../flows/runner/look.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
-import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
 import { addJob } from "../queue/add.js";
-import { SETTLE_SEND_TASK } from "../sending/names.js";
+import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS, SETTLE_SEND_TASK } from "../queue/tasks.js";
 import { applyTemplateStatus } from "../templates/service.js";
 import { toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";

@@ -67,3 +67,15 @@ declare global {
 
 export type TaskName = keyof GraphileWorker.Tasks;
 export type TaskPayload<N extends TaskName> = GraphileWorker.Tasks[N];
+
+/** Job names that more than one feature adds (the runner and the send pipeline, the webhook and media). */
+export const SEND_BOT_MESSAGE_TASK = "send-bot-message" satisfies TaskName;
+/** Sends a stored outbound message that belongs to no run (campaigns: see enqueueCampaignSend). */
+export const SEND_MESSAGE_TASK = "send-message" satisfies TaskName;
+export const SETTLE_SEND_TASK = "settle-send" satisfies TaskName;
+export const DOWNLOAD_MEDIA_TASK = "download-media" satisfies TaskName;
+/**
+ * Tries of a media download (graphile-worker waits e^n seconds after the n-th):
+ * about 20 minutes in all, each try asking Meta for a fresh URL (src/media/download.ts).
+ */
+export const MEDIA_DOWNLOAD_ATTEMPTS = 8;

@@ -10,9 +10,13 @@ import { continueAfterSend, failRun, guardRun } from "../flows/runner/engine.js"
 import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
 import { addJob, addJobSql } from "../queue/add.js";
 import { customerQueue } from "../queue/names.js";
-import type { SendPayload } from "../queue/tasks.js";
+import {
+  SEND_BOT_MESSAGE_TASK,
+  SEND_MESSAGE_TASK,
+  SETTLE_SEND_TASK,
+  type SendPayload,
+} from "../queue/tasks.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
-import { SEND_BOT_MESSAGE_TASK, SEND_MESSAGE_TASK, SETTLE_SEND_TASK } from "./names.js";
 import { campaignSendOutcome } from "./outcomes.js";
 import type { SendResult } from "./pipeline.js";
 

@@ -5,7 +5,7 @@ import { messagingConfigs } from "../../db/schema/index.js";
 import { insertPendingMessage } from "../../inbox/send.js";
 import { addJob } from "../../queue/add.js";
 import { customerQueue } from "../../queue/names.js";
-import { SEND_BOT_MESSAGE_TASK } from "../../sending/names.js";
+import { SEND_BOT_MESSAGE_TASK } from "../../queue/tasks.js";
 import type { BuiltMessage } from "./outbound.js";
 import type { RunRow } from "./store.js";
 
