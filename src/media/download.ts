@@ -7,7 +7,6 @@ import { channelFor } from "../messaging/channel.js";
 import { GraphApiError } from "../upstream/graph.js";
 import { MAX_INBOUND_BYTES } from "./kinds.js";
 
-
 /** A failure no retry can cure (the file is not what Meta announced, or too large). */
 class FinalMediaError extends Error {}
 
