@@ -1,5 +1,4 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
-import { isBsuid } from "../contacts/identity.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
@@ -14,7 +13,7 @@ import { nextMessageTime, upsertThread } from "../inbox/threads.js";
 import { addJob } from "../queue/add.js";
 import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS, SETTLE_SEND_TASK } from "../queue/tasks.js";
 import { applyTemplateStatus } from "../templates/service.js";
-import { toUpstreamPhone } from "../upstream/graph.js";
+import { isBsuid, toUpstreamPhone } from "../upstream/graph.js";
 import { STATUS_PREDECESSORS } from "./message-status.js";
 import type {
   InboundMessage,
