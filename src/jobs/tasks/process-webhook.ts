@@ -1,9 +1,9 @@
 import { applyCampaignWebhook, pauseCampaignsForTemplates } from "../../campaigns/webhook.js";
-import { applyConsentKeyword } from "../../contacts/consent.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { offerInboundMessage } from "../../flows/runner/dispatch.js";
+import { applyConsentKeyword } from "../../inbound/consent.js";
+import { applyTemplateUpdates, storeChange } from "../../inbound/webhook-store.js";
 import { readWebhookBatch } from "../../messaging/webhook-payload.js";
-import { applyTemplateUpdates, storeChange } from "../../messaging/webhook-store.js";
 import type { Task } from "../types.js";
 
 /**
