@@ -1,4 +1,4 @@
-import type { InteractiveBody } from "../../upstream/graph.js";
+import type { InteractiveBody } from "../../upstream/messages.js";
 import {
   checkReplyIds,
   footer,

@@ -5,7 +5,7 @@ import {
   templateKey,
   templateProblem,
 } from "../../templates/placeholders.js";
-import type { TemplateComponentParameters } from "../../upstream/graph.js";
+import type { TemplateComponentParameters } from "../../upstream/messages.js";
 import { fieldEdge, isObject, items, nonBlank, optionalKey, problem, requireText } from "./checks.js";
 import { defineNodeType } from "./types.js";
 

@@ -1,5 +1,5 @@
 import type { StoredTemplate } from "../../templates/placeholders.js";
-import type { OutboundMessage } from "../../upstream/graph.js";
+import type { OutboundMessage } from "../../upstream/messages.js";
 import type { ContactFacts } from "../runner/rules.js";
 
 /**
