@@ -9,6 +9,7 @@ export interface StartConfig {
 export const start = defineNodeType<StartConfig>()({
   type: "start",
   label: "Start",
+  begins: true,
   defaultConfig: {},
   edges: (c) => [fieldEdge(c, "next_node_key", "next")],
   validate: (c, report) => requireKey(c, "next_node_key", report),

@@ -101,6 +101,8 @@ export interface NodeTypeModule<T extends string = string, C = Config> {
   type: T;
   /** What the editor calls it. */
   label: string;
+  /** Where a flow begins: nothing leads into it, and the editor takes it as the entry by default. */
+  begins?: boolean;
   /** The config a node of this type starts with in the editor. */
   defaultConfig: Config;
   /** The node's outgoing connections, in config order; tolerates incomplete draft configs. */

@@ -1,4 +1,5 @@
 import { Handle, type Node, type NodeProps, type NodeTypes, Position } from "@xyflow/react";
+import { NODE_REGISTRY } from "../../../../../src/flows/node-types/index.js";
 import type { FlowNode, Issue, NodeType } from "../../../lib/types";
 import { NODE_LABELS, outputsOf } from "./graph";
 import { NODE_FORMS } from "./node-forms";
@@ -16,7 +17,7 @@ function FlowNodeCard({ data, selected }: NodeProps<CanvasNode>) {
       className={`flow-node type-${node.node_type}${selected ? " selected" : ""}${errors.length ? " has-error" : issues.length ? " has-warning" : ""}`}
       data-node-key={node.node_key}
     >
-      {node.node_type !== "start" ? (
+      {!NODE_REGISTRY[node.node_type].begins ? (
         <Handle type="target" position={Position.Left} aria-label={`Into ${node.node_key}`} />
       ) : null}
       <div className="flow-node-head">
