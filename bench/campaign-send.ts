@@ -77,7 +77,12 @@ export async function runCampaignSendBench(i: Input): Promise<CampaignSendResult
       [account, TEMPLATE],
     );
     const deps = { db: database.db, cipher: i.cipher, now: () => new Date() };
-    const sizes = { fast: 10_000, slow: 10_000, paced: i.quick ? 800 : 2_400, large: i.quick ? 20_000 : 100_000 };
+    const sizes = {
+      fast: 10_000,
+      slow: 10_000,
+      paced: i.quick ? 800 : 2_400,
+      large: i.quick ? 20_000 : 100_000,
+    };
     let group = 0;
     const run = async (
       label: string,
@@ -118,9 +123,10 @@ export async function runCampaignSendBench(i: Input): Promise<CampaignSendResult
         if (started.counts.total !== recipients) throw new Error(`snapshot of ${started.counts.total}`);
         const deadline = t0 + Math.max(120_000, (recipients / messagesPerSecond) * 4000);
         for (;;) {
-          const { rows } = await pool.query<{ status: string }>("select status from campaigns where id = $1", [
-            id,
-          ]);
+          const { rows } = await pool.query<{ status: string }>(
+            "select status from campaigns where id = $1",
+            [id],
+          );
           if (rows[0]?.status === "completed") break;
           if (Date.now() > deadline) throw new Error(`${label}: not completed in time (${rows[0]?.status})`);
           await sleep(50);
@@ -163,7 +169,9 @@ export async function runCampaignSendBench(i: Input): Promise<CampaignSendResult
     const paced = await run(`${sizes.paced.toLocaleString("en")} at 80/s`, sizes.paced, 80, 0);
     const large = await run(`${sizes.large.toLocaleString("en")} at 1000/s`, sizes.large, 1000, 0);
     // The other scenarios' numbers send at 1000 a second (bench/run.ts).
-    await pool.query("update messaging_configs set messages_per_second = 1000 where account_id = $1", [account]);
+    await pool.query("update messaging_configs set messages_per_second = 1000 where account_id = $1", [
+      account,
+    ]);
     return { fast, slow, paced, large };
   } finally {
     await database.close();

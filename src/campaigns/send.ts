@@ -355,6 +355,33 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
     eq(campaignRecipients.messageId, outcome.messageId),
     eq(campaignRecipients.status, "sending"),
   );
+  if (outcome.status === "withdrawn") {
+    // Its campaign stopped before it went out: cancelled, the recipient is skipped; paused (or
+    // resumed since), it waits queued for its one send. The unsent message goes.
+    const [campaign] = await tx
+      .select({ status: campaigns.status })
+      .from(campaigns)
+      .where(eq(campaigns.id, outcome.campaignId));
+    const cancelled = campaign?.status === "cancelled";
+    const [moved] = await tx
+      .update(campaignRecipients)
+      .set(
+        cancelled
+          ? { status: "skipped", skippedReason: "cancelled", messageId: null, updatedAt: sql`now()` }
+          : {
+              status: "queued",
+              messageId: null,
+              attempts: sql`greatest(${campaignRecipients.attempts} - 1, 0)`,
+              updatedAt: sql`now()`,
+            },
+      )
+      .where(recipient)
+      .returning({ id: campaignRecipients.contactId });
+    if (!moved) return;
+    await tx.delete(messages).where(eq(messages.id, outcome.messageId));
+    if (!cancelled) await tx.execute(sql`select ${nextLookJob(outcome.campaignId, sql`now()`)}`);
+    return;
+  }
   if (outcome.status === "sent") {
     const moved = await tx
       .update(campaignRecipients)

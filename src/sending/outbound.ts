@@ -134,6 +134,9 @@ interface Claimed {
   phoneNumberId: string | null;
   accessToken: string | null;
   limit: number | null;
+  campaignId: string | null;
+  /** No resend of an unknown outcome: the message never reached Meta if this try does not go. */
+  firstTry: boolean;
 }
 
 /**
@@ -151,9 +154,10 @@ async function claimSend(deps: AppDeps, payload: SendPayload): Promise<Claimed |
       update ${messages} set send_started_at = ${deps.now().toISOString()}::timestamptz
        where id = ${payload.messageId} and status = 'pending' and send_started_at is null
          and message_id is null
-      returning account_id, conversation_id, type, text, payload
+      returning account_id, conversation_id, type, text, payload, campaign_id, send_resent_at
     )
     select c.account_id as "accountId", c.type, c.text, c.payload,
+           c.campaign_id as "campaignId", c.send_resent_at is null as "firstTry",
            k.id as "contactId", k.phone, k.wa_id as "waId",
            r.status as "runStatus", r.awaiting_message_id as "awaiting",
            mc.phone_number_id as "phoneNumberId", mc.access_token as "accessToken",
@@ -272,6 +276,8 @@ export async function startSend(deps: AppDeps, payload: SendPayload): Promise<vo
     message: outbound,
     limit: target.limit,
     priority,
+    // Checked once more before the HTTP call: a cancel or pause since the claim withdraws it.
+    campaignId: claimed.firstTry ? claimed.campaignId : null,
   });
   deps.sends.track(
     result
@@ -315,6 +321,31 @@ async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorde
         { ...payload },
         { jobKey: settleKey(payload.messageId), maxAttempts: 5 },
       );
+    });
+    return;
+  }
+  if (result.kind === "withdrawn") {
+    // Never went out, and never will: its campaign was cancelled or paused since the claim.
+    await deps.db.transaction(async (tx) => {
+      await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+      const [message] = await tx
+        .select({ campaignId: messages.campaignId })
+        .from(messages)
+        .where(
+          and(
+            eq(messages.id, payload.messageId),
+            eq(messages.status, "pending"),
+            sql`${messages.messageId} is null`,
+          ),
+        )
+        .for("update");
+      if (message?.campaignId) {
+        await campaignSendOutcome(tx, {
+          messageId: payload.messageId,
+          campaignId: message.campaignId,
+          status: "withdrawn",
+        });
+      }
     });
     return;
   }

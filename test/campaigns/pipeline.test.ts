@@ -223,3 +223,85 @@ describe("customer-facing sends first", () => {
     }
   }, 60_000);
 });
+
+describe("a campaign send job that fails every attempt before its claim", () => {
+  /** The send jobs' next attempts are due now (graphile-worker backs them off for seconds). */
+  async function retriesDue() {
+    for (let i = 0; i < 4; i++) await windowEnds();
+  }
+
+  it("fails the recipient send_failed (the campaign completes), and retry-failed sends it once", async () => {
+    const b = await ready();
+    const [person] = await addContacts(s.t, b.accountId, 1);
+    const sends = s.t.app.deps.sends;
+    const admit = sends.admit.bind(sends);
+    // Every attempt of the campaign's send job fails before it claims the message.
+    sends.admit = (priority) =>
+      priority === "campaign" ? Promise.reject(new Error("the database went away")) : admit(priority);
+    let id: string;
+    try {
+      id = await startedCampaign(b);
+      await s.t.app.deps.jobs.drain();
+      await retriesDue();
+    } finally {
+      sends.admit = admit;
+    }
+    expect(templateSends(b)).toHaveLength(0);
+    const failed = await recipient(id);
+    expect(failed).toMatchObject({ status: "failed", error_code: "send_failed" });
+    const { rows } = await s.t.database.db.execute<{ status: string }>(
+      sql`select status from messages where id = ${failed.message_id}`,
+    );
+    expect(rows[0]?.status).toBe("failed");
+    expect(await campaignOf(b, id)).toMatchObject({
+      status: "completed",
+      counts: { total: 1, failed: 1, sent: 0 },
+    });
+
+    const retried = await api(b, "POST", `/api/campaigns/${id}/retry-failed`);
+    expect(retried.statusCode, retried.body).toBe(200);
+    await s.t.app.deps.jobs.drain();
+    expect(templateSends(b).map((body) => body.to)).toEqual([person?.phone]);
+    expect(await recipient(id)).toMatchObject({ status: "sent", error_code: null });
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1, failed: 0 } });
+  }, 30_000);
+
+  it("is failed by the campaign when failing the message failed too (its jobs exhausted, nothing left)", async () => {
+    const b = await ready();
+    await addContacts(s.t, b.accountId, 2);
+    const sends = s.t.app.deps.sends;
+    const admit = sends.admit.bind(sends);
+    sends.admit = (priority) =>
+      priority === "campaign" ? Promise.reject(new Error("the database went away")) : admit(priority);
+    let id: string;
+    try {
+      id = await startedCampaign(b);
+      await s.t.app.deps.jobs.drain();
+      // Their jobs used up their attempts with nobody recording it (the last attempt's own record failed).
+      await s.t.database.pool.query(
+        `update graphile_worker._private_jobs j set attempts = max_attempts
+           from graphile_worker._private_tasks t where t.id = j.task_id and t.identifier = 'send-message'`,
+      );
+    } finally {
+      sends.admit = admit;
+    }
+    const { rows: stuck } = await s.t.database.db.execute<{ status: string }>(
+      sql`select status from campaign_recipients where campaign_id = ${id}`,
+    );
+    expect(stuck.map((r) => r.status)).toEqual(["sending", "sending"]);
+    // Claimed a while ago: the campaign's next look finds nothing that could still send them.
+    await s.t.database.pool.query(
+      "update campaign_recipients set claimed_at = now() - interval '5 minutes' where campaign_id = $1",
+      [id],
+    );
+    await windowEnds();
+    await windowEnds();
+    expect(templateSends(b)).toHaveLength(0);
+    expect(await campaignOf(b, id)).toMatchObject({
+      status: "completed",
+      counts: { total: 2, failed: 2 },
+    });
+    const failed = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
+    expect(failed.recipients.map((r: Json) => r.error_code)).toEqual(["send_failed", "send_failed"]);
+  }, 30_000);
+});
