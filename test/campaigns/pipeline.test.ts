@@ -305,3 +305,76 @@ describe("a campaign send job that fails every attempt before its claim", () => 
     expect(failed.recipients.map((r: Json) => r.error_code)).toEqual(["send_failed", "send_failed"]);
   }, 30_000);
 });
+
+describe("sends claimed but not yet on the wire", () => {
+  /** A campaign of `count` at 5 a second: every recipient is claimed at once (the claim is 25 at least). */
+  async function slowCampaign(b: Business, count: number) {
+    await s.t.database.pool.query(
+      "update messaging_configs set messages_per_second = 5 where account_id = $1",
+      [b.accountId],
+    );
+    const people = await addContacts(s.t, b.accountId, count);
+    const id = await startedCampaign(b);
+    const started = Date.now();
+    while (templateSends(b).length < 2) {
+      if (Date.now() - started > 15_000) throw new Error("the campaign did not start sending");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from campaign_recipients where campaign_id = ${id} and status = 'queued'`,
+    );
+    // Nothing is left to claim: what stops now is stopped between the claim and the wire.
+    expect(rows[0]?.n).toBe(0);
+    return { id, people };
+  }
+
+  it("are not sent once the campaign is cancelled: those recipients are skipped (cancelled)", async () => {
+    const b = await ready();
+    const { id } = await slowCampaign(b, 20);
+    const cancelled = await api(b, "POST", `/api/campaigns/${id}/cancel`);
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    const atCancel = templateSends(b).length;
+    await s.t.app.deps.jobs.drain();
+    const sent = templateSends(b);
+    // At most the send already on its way (one slot at 5 a second), not the rest of those claimed.
+    expect(sent.length).toBeLessThanOrEqual(atCancel + 1);
+    expect(sent.length).toBeLessThan(12);
+    const campaign = await campaignOf(b, id);
+    expect(campaign.status).toBe("cancelled");
+    expect(campaign.counts).toMatchObject({ total: 20, sent: sent.length, skipped: 20 - sent.length });
+    const skipped = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=skipped`)).json();
+    expect(skipped.recipients).toHaveLength(20 - sent.length);
+    for (const r of skipped.recipients)
+      expect(r).toMatchObject({ skipped_reason: "cancelled", message_id: null });
+    // Their unsent messages are gone from the conversations; the sent ones stay.
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from messages where campaign_id = ${id}`,
+    );
+    expect(rows[0]?.n).toBe(sent.length);
+  }, 60_000);
+
+  it("wait while the campaign is paused, and each goes exactly once after resume", async () => {
+    const b = await ready();
+    const { id, people } = await slowCampaign(b, 12);
+    const paused = await api(b, "POST", `/api/campaigns/${id}/pause`);
+    expect(paused.statusCode, paused.body).toBe(200);
+    await s.t.app.deps.jobs.drain();
+    const whilePaused = templateSends(b).length;
+    expect(whilePaused).toBeLessThan(12);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(templateSends(b)).toHaveLength(whilePaused);
+    const counts = (await campaignOf(b, id)).counts;
+    expect(counts).toMatchObject({ sent: whilePaused, queued: 12 - whilePaused });
+
+    const resumed = await api(b, "POST", `/api/campaigns/${id}/resume`);
+    expect(resumed.statusCode, resumed.body).toBe(200);
+    const started = Date.now();
+    while ((await campaignOf(b, id)).status !== "completed") {
+      if (Date.now() - started > 30_000) throw new Error("the resumed campaign did not complete");
+      await s.t.app.deps.jobs.drain();
+    }
+    const to = templateSends(b).map((body) => body.to as string);
+    expect(to.sort()).toEqual(people.map((p) => p.phone).sort());
+    expect(await campaignOf(b, id)).toMatchObject({ counts: { sent: 12, skipped: 0 } });
+  }, 60_000);
+});
