@@ -378,3 +378,37 @@ describe("sends claimed but not yet on the wire", () => {
     expect(await campaignOf(b, id)).toMatchObject({ counts: { sent: 12, skipped: 0 } });
   }, 60_000);
 });
+
+describe("a template Meta paused since the campaign started", () => {
+  it("pauses the campaign with paused_reason on Meta's 132015; the refused recipient waits queued and goes after resume", async () => {
+    const b = await ready();
+    const people = await addContacts(s.t, b.accountId, 3);
+    s.sandbox.inject(
+      { method: "POST", path: /\/messages$/ },
+      { status: 400, error: { code: 132015, message: "Template is paused" } },
+    );
+    const id = await startedCampaign(b);
+    await s.t.app.deps.jobs.drain();
+    const paused = await campaignOf(b, id);
+    expect(paused).toMatchObject({ status: "paused", paused_reason: "template_paused" });
+    const refusedAndSent = templateSends(b).length;
+    // The refused one (Meta never took it) and any withdrawn before their call wait queued.
+    expect(paused.counts.queued).toBeGreaterThanOrEqual(1);
+    expect(paused.counts.sent + paused.counts.queued).toBe(3);
+    expect(paused.counts.sent).toBe(refusedAndSent - 1);
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from messages where campaign_id = ${id}`,
+    );
+    expect(rows[0]?.n).toBe(paused.counts.sent);
+
+    const resumed = await api(b, "POST", `/api/campaigns/${id}/resume`);
+    expect(resumed.statusCode, resumed.body).toBe(200);
+    expect(resumed.json().campaign.paused_reason).toBeNull();
+    await s.t.app.deps.jobs.drain();
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 3 } });
+    const to = templateSends(b).map((body) => body.to as string);
+    // Each recipient has the template once, plus the one send Meta refused.
+    expect(to).toHaveLength(4);
+    expect(new Set(to)).toEqual(new Set(people.map((p) => p.phone)));
+  }, 30_000);
+});
