@@ -16,7 +16,6 @@
  * service's workers (graphile-worker hears the jobs being added) do the sending.
  */
 
-import pg from "pg";
 import { startCampaign } from "../src/campaigns/service.js";
 import { connectDatabase } from "../src/db/client.js";
 import type { TokenCipher } from "../src/messaging/crypto.js";
