@@ -20,6 +20,7 @@ import pg from "pg";
 import { startEmbeddedPostgres } from "../src/db/embedded.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
+import { type CampaignSendResults, campaignSendTargets, runCampaignSendBench } from "./campaign-send.js";
 import { type ContactImportResults, runContactImportBench } from "./contact-import.js";
 import { type DurableResults, drainJobs, runDurableBench } from "./durable.js";
 import type { LoadResult, Scenario } from "./load.js";
@@ -443,6 +444,21 @@ async function main() {
       },
     });
   }
+  // Campaign sending through the service (bench/campaign-send.ts): latency, pace, memory.
+  let campaignSends: CampaignSendResults | undefined;
+  if (!only || only.includes("campaign") || only.includes("campaign_send")) {
+    campaignSends = await runCampaignSendBench({
+      databaseUrl: embedded.url,
+      sandbox: `http://127.0.0.1:${sandboxPort}`,
+      phoneNumberId: phoneNumberIdOf(1),
+      servicePid: service.pid!,
+      rssOf,
+      log,
+      quick,
+      cipher,
+    });
+    if (only) log(`\n${targetTable(campaignSendTargets(campaignSends))}\n`);
+  }
   clearInterval(sampler);
   peakRss = Math.max(peakRss, rssOf(service.pid!));
   // The web console's budgets: its download, and a new message's way to an open inbox.
@@ -455,6 +471,7 @@ async function main() {
     results,
     durable,
     contactImport,
+    campaignSends,
     idleRss,
     peakRss,
     seedSeconds,
@@ -482,6 +499,7 @@ type Result = LoadResult & { label: string; peakRss: number };
 function renderReport(input: {
   results: Record<string, Result>;
   durable: DurableResults | undefined;
+  campaignSends?: CampaignSendResults;
   contactImport: ContactImportResults | undefined;
   idleRss: number;
   peakRss: number;
@@ -536,17 +554,23 @@ function renderReport(input: {
     ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
     ...durableTargets(input.durable),
     ...contactImportTargets(input.contactImport),
+    ...campaignSendTargets(input.campaignSends),
   ] as const;
-  const targetLines = targets.map(
-    ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
-  );
-  const targetTable = ["| target | measured | |", "|---|---:|---|", ...targetLines].join("\n");
+  const targets_ = targetTable(targets);
   const memory = `Service RSS: idle ${input.idleRss.toFixed(0)} MB, peak during the run ${input.peakRss.toFixed(0)} MB.`;
   const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? "unknown CPU"}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${quick ? "quick" : "full"} run (${duration} s per scenario, ${connections} connections), seeding ${input.seedSeconds} s, whole run ${input.totalSeconds} s`;
   return {
-    table: `${table}\n\n${targetTable}\n\n${memory}\n${machine}`,
-    markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targetTable}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
+    table: `${table}\n\n${targets_}\n\n${memory}\n${machine}`,
+    markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targets_}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
   };
+}
+
+/** The targets table: each target, its measured value, met or MISSED. */
+function targetTable(targets: ReadonlyArray<readonly [string, number, (v: number) => boolean, number]>) {
+  const lines = targets.map(
+    ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
+  );
+  return ["| target | measured | |", "|---|---:|---|", ...lines].join("\n");
 }
 
 function contactImportTargets(r: ContactImportResults | undefined) {
