@@ -235,7 +235,7 @@ export function ContactPanel(props: {
       </form>
       <h3>Attributes</h3>
       {defined.length ? (
-        <div className="attribute-fields" role="group" aria-label="Defined attributes">
+        <fieldset className="attribute-fields" aria-label="Defined attributes">
           {defined.map((d) => (
             <AttributeField
               key={d.key}
@@ -244,7 +244,7 @@ export function ContactPanel(props: {
               onSave={(value) => saveAttribute(d.key, value)}
             />
           ))}
-        </div>
+        </fieldset>
       ) : null}
       <dl className="attribute-list" aria-label="Attributes">
         {freeAttributes.length === 0 && defined.length === 0 ? <p className="muted">No attributes</p> : null}

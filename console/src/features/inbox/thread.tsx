@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
-import { Fragment, useEffect, useRef, useState } from "react";
+import { Fragment, useCallback, useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
 import { api } from "../../lib/api";
 import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/format";
@@ -10,6 +10,7 @@ import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
 import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
+import { EmojiPopover } from "./emoji-popover";
 import { useConversation, useMembers, useMessages } from "./inbox-api";
 
 const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
@@ -165,6 +166,8 @@ function Bubble(props: {
 }) {
   const { m } = props;
   const [picking, setPicking] = useState(false);
+  const [pickingMore, setPickingMore] = useState(false);
+  const closeMore = useCallback(() => setPickingMore(false), []);
   const mine = m.reactions?.find((r) => r.actor_type === "agent" && r.actor_id === props.myId)?.emoji;
   if (m.type === "note" || m.direction === "internal") {
     return (
@@ -240,7 +243,26 @@ function Bubble(props: {
                   {emoji}
                 </button>
               ))}
+              <button
+                type="button"
+                className="emoji-btn"
+                aria-label="More reactions"
+                aria-expanded={pickingMore}
+                onClick={() => setPickingMore((p) => !p)}
+              >
+                <Icon d={ICONS.plus} size={16} />
+              </button>
             </fieldset>
+          ) : null}
+          {picking && pickingMore ? (
+            <EmojiPopover
+              label="Reactions"
+              onPick={(emoji) => {
+                setPicking(false);
+                props.onReact(m, emoji === mine ? "" : emoji);
+              }}
+              onClose={closeMore}
+            />
           ) : null}
         </div>
       ) : null}
