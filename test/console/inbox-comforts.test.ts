@@ -2,7 +2,8 @@
  * The contact side panel of the inbox: the account's defined attributes edited by their type
  * (text, number, date, yes/no, list), with the name, the tags and the opt-out beside them; and the
  * emoji picker of the composer and of reactions, loaded on first use from the console's own
- * assets. The account and the definitions are made through the API; what is asserted is what the
+ * assets; a long thread opened on its latest messages, older ones loaded when scrolled up. The
+ * account and the definitions are made through the API; what is asserted is what the
  * page shows and what the API then stores.
  */
 import { mkdirSync } from "node:fs";
@@ -25,7 +26,7 @@ const chromiumFound = findChromium();
 if ("missing" in chromiumFound) console.log(chromiumFound.missing);
 
 describe.skipIf("missing" in chromiumFound)(
-  "the contact side panel and the emoji picker",
+  "the contact side panel, the emoji picker, a long thread",
   { timeout: 180_000 },
   () => {
     let stack: Stack;
@@ -213,6 +214,62 @@ describe.skipIf("missing" in chromiumFound)(
       await shot("emoji-picker-1280");
       await page.getByRole("gridcell", { name: /^party popper$/i }).click();
       await bubble.getByRole("list", { name: "Reactions" }).getByText("🎉").waitFor();
+    });
+
+    it("opens a 1,000-message thread on its latest messages, and loads older ones when scrolled up", async () => {
+      const account = ((await call(context.request, "GET", "/api/me")) as { account: { id: string } }).account
+        .id;
+      const { rows } = await stack.t.database.pool.query<{ id: string }>(
+        `with c as (
+         insert into contacts (account_id, wa_id, name, phone)
+         values ($1, '15550100079', 'Lena Long', '15550100079') returning id, account_id)
+       insert into conversations (account_id, contact_id, last_message_at)
+       select account_id, id, now() from c returning id`,
+        [account],
+      );
+      const id = rows[0]!.id;
+      await stack.t.database.pool.query(
+        `insert into messages (account_id, conversation_id, direction, sender_type, type, text, status, created_at)
+       select $1, $2, 'inbound', 'customer', 'text', 'Line ' || k, 'received', now() - (1001 - k) * interval '1 second'
+       from generate_series(1, 1000) k`,
+        [account, id],
+      );
+      await page.goto(`${stack.url}/inbox/${id}`);
+      const thread = page.getByRole("list", { name: "Messages" });
+      await thread.getByText("Line 1000", { exact: true }).waitFor();
+      // The latest page only, scrolled to its end.
+      expect(await thread.locator("li.bubble-row").count()).toBe(100);
+      expect(await thread.getByText("Line 900", { exact: true }).count()).toBe(0);
+      const scroller = page.locator("ol.messages");
+      await expect
+        .poll(() => scroller.evaluate((el) => Math.abs(el.scrollHeight - el.clientHeight - el.scrollTop) < 5))
+        .toBe(true);
+
+      // Scrolled to the top: the hundred before come in above, and what was in view stays in view.
+      const line901 = thread.getByText("Line 901", { exact: true });
+      await scroller.evaluate((el) => el.scrollTo(0, 0));
+      await thread.getByText("Line 900", { exact: true }).waitFor();
+      expect(await thread.locator("li.bubble-row").count()).toBe(200);
+      await expect
+        .poll(() =>
+          line901.evaluate((el) => {
+            const box = el.getBoundingClientRect();
+            const view = (el.closest("ol") as HTMLElement).getBoundingClientRect();
+            return box.top >= view.top - 1 && box.bottom <= view.bottom + 1;
+          }),
+        )
+        .toBe(true);
+      // Again and again, to the very first message.
+      await expect
+        .poll(
+          async () => {
+            await scroller.evaluate((el) => el.scrollTo(0, 0));
+            return thread.getByText("Line 1", { exact: true }).count();
+          },
+          { timeout: 60_000, interval: 500 },
+        )
+        .toBe(1);
+      expect(await thread.locator("li.bubble-row").count()).toBe(1000);
     });
   },
 );
