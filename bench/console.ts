@@ -206,14 +206,13 @@ async function scrollFrames(page: Page, selector: string, toEnd: boolean) {
         el.scrollTop = toEnd ? before + el.clientHeight : before - el.clientHeight;
         const atEdge = toEnd ? el.scrollTop + el.clientHeight >= el.scrollHeight - 2 : el.scrollTop <= 0;
         if (atEdge && el.scrollTop === before) {
-          // Wait for a page still loading (the list grows), else stop.
-          await new Promise((r) => setTimeout(r, 600));
+          // At the edge: wait up to 10 s for a page still loading (the list grows), else stop.
+          const height = el.scrollHeight;
+          const waitStarted = performance.now();
+          while (el.scrollHeight === height && performance.now() - waitStarted < 10_000)
+            await new Promise((r) => setTimeout(r, 100));
           last = performance.now();
-          if (
-            (toEnd ? el.scrollTop + el.clientHeight >= el.scrollHeight - 2 : el.scrollTop <= 0) &&
-            el.scrollTop === before
-          )
-            break;
+          if (el.scrollHeight === height) break;
         }
       }
       return gaps;
