@@ -96,13 +96,21 @@ export interface QueuedSend {
   /** The number's `messages_per_second`. */
   limit: number;
   priority: SendPriority;
+  /**
+   * A campaign message's first try: its campaign is checked once more right
+   * before the HTTP call (`campaignGoing`), so that a cancel or a pause stops
+   * the sends claimed but not yet on the wire.
+   */
+  campaignId?: string | null;
 }
 
 export type SendResult =
   | { kind: "sent"; sent: SentMessage }
   | { kind: "error"; error: unknown }
   /** Never went out: the instance is closing, or it waited longer than `maxWaitMs` for a slot. */
-  | { kind: "released" };
+  | { kind: "released" }
+  /** Never went out: its campaign was cancelled or paused since the send was claimed. */
+  | { kind: "withdrawn" };
 
 /** An instance's outgoing sends, paced per number (src/sending/pipeline.ts). */
 export interface SendPipeline {
