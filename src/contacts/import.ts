@@ -14,7 +14,7 @@ import { contactImportErrors, contactImportFiles, contactImports } from "../db/s
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { isStorable } from "../http/input.js";
-import { addJob } from "../jobs/queue.js";
+import { addJob } from "../queue/add.js";
 import { checkAttributeValue, type Definitions, definitionMap } from "./attributes.js";
 import { ATTRIBUTE_KEY_MAX_LENGTH, TAG_MAX_LENGTH, TAGS_MAX } from "./fields.js";
 import { normalisePhone } from "./phone.js";
