@@ -9,7 +9,6 @@
  * Messages in: { type: "piece", bytes } | { type: "end" } | { type: "next" }.
  * Messages out: { type: "want" } | { type: "batch", batch, final } | { type: "failed", reason }.
  */
-import { Readable } from "node:stream";
 import { parentPort, workerData } from "node:worker_threads";
 import { parse } from "csv-parse";
 import { type Batch, BatchBuilder, parserOptions, type RowPlan } from "./import-rows.js";
@@ -35,65 +34,97 @@ const port = parentPort!;
 const job = workerData as ParseJob;
 const post = (message: FromParser, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
 
+/** Batches the job has asked for and not yet received. */
 let credits = 0;
-let onCredit: (() => void) | null = null;
-let onPiece: ((message: ToParser) => void) | null = null;
+/** A finished batch waiting for the job to ask (the parser is paused meanwhile). */
+let waiting: { batch: Batch; final: boolean } | null = null;
+let asked = false;
+let fileEnded = false;
+let stopped = false;
+
+const parser = parse(parserOptions(job.delimiter));
+const builder = new BatchBuilder(job.update);
+let plan: RowPlan | null = null;
+let recordNo = 0;
+
+/** Why the import stops, held back while a finished batch before it waits to be handed over. */
+let failAfter: string | null = null;
+
+const fail = (reason: string) => {
+  if (stopped) return;
+  stopped = true;
+  parser.destroy();
+  // The batches finished before the problem are written first (and counted).
+  if (waiting && !waiting.final) failAfter = reason;
+  else post({ type: "failed", reason });
+};
+
+const handOver = (batch: Batch, final: boolean) => {
+  if (credits > 0) {
+    credits -= 1;
+    post({ type: "batch", batch, final }, [batch.copy.buffer as ArrayBuffer]);
+  } else {
+    waiting = { batch, final };
+    parser.pause();
+  }
+};
+
+/** Asks for the next piece of the file when the parser has taken the last one and may go on. */
+const askForMore = () => {
+  if (asked || fileEnded || stopped || waiting) return;
+  asked = true;
+  post({ type: "want" });
+};
+
+parser.on("data", (record: string[]) => {
+  if (stopped) return;
+  if (!plan) {
+    const header = record.map((c) => c.trim());
+    const index: Record<string, number> = {};
+    for (const [field, column] of Object.entries(job.mapping)) {
+      const at = header.indexOf(column);
+      if (at < 0) return fail(`the file has no column "${column}"`);
+      index[field] = at;
+    }
+    plan = { ...job.plan, index };
+    return;
+  }
+  recordNo += 1;
+  if (recordNo <= job.skipUntil) return;
+  // The spreadsheet's row number: the header is row 1.
+  builder.add(recordNo + 1, record, plan);
+  if (builder.records >= job.batchSize) handOver(builder.take(), false);
+});
+parser.on("end", () => {
+  if (!stopped) handOver(builder.take(), true);
+});
+// (Records parsed before the problem may still wait in the paused parser: they count.)
+parser.on("error", (error: Error) => fail(`row ${recordNo + parser.readableLength + 1}: ${error.message}`));
+
 port.on("message", (message: ToParser) => {
+  if (failAfter && message.type === "next" && waiting) {
+    post({ type: "batch", batch: waiting.batch, final: false }, [waiting.batch.copy.buffer as ArrayBuffer]);
+    post({ type: "failed", reason: failAfter });
+    waiting = null;
+    failAfter = null;
+  }
+  if (stopped) return;
   if (message.type === "next") {
     credits += 1;
-    onCredit?.();
-  } else onPiece?.(message);
-});
-
-async function* pieces() {
-  for (;;) {
-    const message = await new Promise<ToParser>((resolve) => {
-      onPiece = resolve;
-      post({ type: "want" });
-    });
-    if (message.type !== "piece") return;
-    yield Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength);
-  }
-}
-
-async function handOver(batch: Batch, final: boolean) {
-  while (credits === 0) await new Promise<void>((resolve) => (onCredit = resolve));
-  credits -= 1;
-  post({ type: "batch", batch, final }, [batch.copy.buffer as ArrayBuffer]);
-}
-
-class Refusal extends Error {}
-
-async function run() {
-  const parser = Readable.from(pieces(), { highWaterMark: 1 }).pipe(parse(parserOptions(job.delimiter)));
-  const builder = new BatchBuilder(job.update);
-  let plan: RowPlan | null = null;
-  let recordNo = 0;
-  try {
-    for await (const record of parser as AsyncIterable<string[]>) {
-      if (!plan) {
-        const header = record.map((c) => c.trim());
-        const index: Record<string, number> = {};
-        for (const [field, column] of Object.entries(job.mapping)) {
-          const at = header.indexOf(column);
-          if (at < 0) throw new Refusal(`the file has no column "${column}"`);
-          index[field] = at;
-        }
-        plan = { ...job.plan, index };
-        continue;
-      }
-      recordNo += 1;
-      if (recordNo <= job.skipUntil) continue;
-      // The spreadsheet's row number: the header is row 1.
-      builder.add(recordNo + 1, record, plan);
-      if (builder.records >= job.batchSize) await handOver(builder.take(), false);
+    if (waiting) {
+      const { batch, final } = waiting;
+      waiting = null;
+      handOver(batch, final);
+      if (!waiting) parser.resume();
     }
-    await handOver(builder.take(), true);
-  } catch (error) {
-    parser.destroy();
-    const message = (error as Error).message ?? String(error);
-    post({ type: "failed", reason: error instanceof Refusal ? message : `row ${recordNo + 1}: ${message}` });
+    askForMore();
+  } else if (message.type === "piece") {
+    asked = false;
+    const bytes = Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength);
+    parser.write(bytes, () => askForMore());
+  } else {
+    asked = false;
+    fileEnded = true;
+    parser.end();
   }
-}
-
-void run();
+});

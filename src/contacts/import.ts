@@ -66,9 +66,14 @@ export function notCsvProblem(bytes: Buffer): string | null {
   return null;
 }
 
-/** A streaming parser over the bytes (records are arrays of strings). */
+/** The bytes 64 KB at a time: csv-parse parses a whole chunk at once, whoever stops reading. */
+function* slices(bytes: Buffer) {
+  for (let at = 0; at < bytes.length; at += 64 * 1024) yield bytes.subarray(at, at + 64 * 1024);
+}
+
+/** A streaming parser over the bytes (records are arrays of strings), parsing no further than read. */
 export const csvRecords = (bytes: Buffer) =>
-  Readable.from([bytes]).pipe(parse(parserOptions(detectDelimiter(bytes))));
+  Readable.from(slices(bytes), { highWaterMark: 1 }).pipe(parse(parserOptions(detectDelimiter(bytes))));
 
 /** Read from the stored file a piece at a time, so the job's memory does not grow with the file. */
 const FILE_CHUNK = 1024 * 1024;
