@@ -402,6 +402,9 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
   const write = async (batch: Batch, final: boolean) => {
     const now = deps.now();
     const next = await onClient.transaction(async (tx) => {
+      // Safe without waiting for the disk: a batch lost in a crash loses its counters with it, and
+      // the job run again writes it again.
+      await tx.execute(sql`set local synchronous_commit = off`);
       let counts = { created: 0, updated: 0, skipped: 0 };
       if (batch.rows > 0) {
         await stageRows(client, tx, batch.copy);
