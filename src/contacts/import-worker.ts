@@ -69,9 +69,16 @@ const handOver = (batch: Batch, final: boolean) => {
   }
 };
 
-/** Asks for the next piece of the file when the parser has taken the last one and may go on. */
+/** A piece handed to the parser and not yet parsed. */
+let parsing = false;
+
+/**
+ * Asks for the next piece of the file once the parser has parsed the last one
+ * and every record of it has been taken (records the parser holds while paused
+ * wait for the job: reading on would hold the file in memory).
+ */
 const askForMore = () => {
-  if (asked || fileEnded || stopped || waiting) return;
+  if (asked || parsing || fileEnded || stopped || waiting || parser.readableLength > 0) return;
   asked = true;
   post({ type: "want" });
 };
@@ -94,6 +101,7 @@ parser.on("data", (record: string[]) => {
   // The spreadsheet's row number: the header is row 1.
   builder.add(recordNo + 1, record, plan);
   if (builder.records >= job.batchSize) handOver(builder.take(), false);
+  else if (!parsing && parser.readableLength === 0) askForMore();
 });
 parser.on("end", () => {
   if (!stopped) handOver(builder.take(), true);
@@ -121,7 +129,11 @@ port.on("message", (message: ToParser) => {
   } else if (message.type === "piece") {
     asked = false;
     const bytes = Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength);
-    parser.write(bytes, () => askForMore());
+    parsing = true;
+    parser.write(bytes, () => {
+      parsing = false;
+      askForMore();
+    });
   } else {
     asked = false;
     fileEnded = true;

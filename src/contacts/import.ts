@@ -265,13 +265,16 @@ async function writeBatch(
   input: { accountId: string; rows: number; update: boolean; optInSource: string | null; now: Date },
 ) {
   const now = input.now.toISOString();
+  // The contacts the numbers have already, found before any row is written: one statement that
+  // also inserted would scan, row after row, the rows it had just added.
+  await tx.execute(sql`
+    update ${sql.raw(STAGE)} i set contact_id = coalesce(
+             (select c.id from contacts c where c.account_id = ${input.accountId} and c.wa_id = i.phone),
+             (select c.id from contacts c where c.account_id = ${input.accountId} and c.phone = i.phone limit 1)
+           )`);
   const result = await tx.execute<{ created: number; updated: number; existing: number }>(sql`
     with matched as (
-      select i.*, coalesce(
-               (select c.id from contacts c where c.account_id = ${input.accountId} and c.wa_id = i.phone),
-               (select c.id from contacts c where c.account_id = ${input.accountId} and c.phone = i.phone limit 1)
-             ) as contact_id
-        from ${sql.raw(STAGE)} i
+      select * from ${sql.raw(STAGE)}
     ), inserted as (
       insert into contacts (account_id, wa_id, phone, name, tags, attributes, opt_in_source, opted_in_at,
                             created_at, updated_at)
@@ -344,7 +347,7 @@ function startParser(job: ParseJob) {
 async function stageRows(client: pg.PoolClient, tx: DbOrTx, copy: Uint8Array) {
   await tx.execute(
     sql.raw(
-      `create temp table ${STAGE} (phone text not null, name text, tags text not null, attributes text not null) on commit drop`,
+      `create temp table ${STAGE} (phone text not null, name text, tags text not null, attributes text not null, contact_id uuid) on commit drop`,
     ),
   );
   if (copy.byteLength === 0) return;
