@@ -145,11 +145,14 @@ export class BatchBuilder {
   private byPhone = new Map<string, number>();
   private errors: RowError[] = [];
   records = 0;
+  /** Characters of the records so far (a batch of wide rows is handed over before it is long). */
+  size = 0;
 
   constructor(private readonly update: boolean) {}
 
   add(row: number, record: string[], plan: RowPlan) {
     this.records += 1;
+    for (const cell of record) this.size += cell.length;
     const prepared = prepareRow(record, plan);
     if ("reason" in prepared) {
       this.errors.push({ row, value: prepared.value, reason: prepared.reason });
@@ -186,6 +189,7 @@ export class BatchBuilder {
     this.byPhone = new Map();
     this.errors = [];
     this.records = 0;
+    this.size = 0;
     return batch;
   }
 }

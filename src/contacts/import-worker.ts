@@ -30,6 +30,9 @@ export type FromParser =
   | { type: "batch"; batch: Batch; final: boolean }
   | { type: "failed"; reason: string };
 
+/** A batch is handed over at this many characters of records, however few they are. */
+const BATCH_CHARACTERS = 4 * 1024 * 1024;
+
 const port = parentPort!;
 const job = workerData as ParseJob;
 const post = (message: FromParser, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer);
@@ -100,7 +103,7 @@ parser.on("data", (record: string[]) => {
   if (recordNo <= job.skipUntil) return;
   // The spreadsheet's row number: the header is row 1.
   builder.add(recordNo + 1, record, plan);
-  if (builder.records >= job.batchSize) handOver(builder.take(), false);
+  if (builder.records >= job.batchSize || builder.size >= BATCH_CHARACTERS) handOver(builder.take(), false);
   else if (!parsing && parser.readableLength === 0) askForMore();
 });
 parser.on("end", () => {

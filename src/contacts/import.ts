@@ -75,8 +75,8 @@ function* slices(bytes: Buffer) {
 export const csvRecords = (bytes: Buffer) =>
   Readable.from(slices(bytes), { highWaterMark: 1 }).pipe(parse(parserOptions(detectDelimiter(bytes))));
 
-/** Read from the stored file a piece at a time, so the job's memory does not grow with the file. */
-const FILE_CHUNK = 1024 * 1024;
+/** Read from the stored file a piece at a time (256 KB), so the job's memory does not grow with the file. */
+const FILE_CHUNK = 256 * 1024;
 
 async function* storedFile(db: DbOrTx, importId: string, size: number) {
   for (let offset = 0; offset < size; offset += FILE_CHUNK) {
@@ -521,6 +521,8 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
 
 class ImportFailure extends Error {}
 
+const FILE_PIECE = 8 * 1024 * 1024;
+
 /** Stores the import, its file and its job in one transaction. */
 export async function createImport(
   db: Db,
@@ -551,7 +553,17 @@ export async function createImport(
         updatedAt: input.now,
       })
       .returning();
-    await tx.insert(contactImportFiles).values({ importId: row!.id, data: input.bytes });
+    // In 8 MB pieces: the driver copies a parameter whole into its message, so one 50 MB
+    // parameter would hold the file in memory twice.
+    await tx
+      .insert(contactImportFiles)
+      .values({ importId: row!.id, data: input.bytes.subarray(0, FILE_PIECE) });
+    for (let at = FILE_PIECE; at < input.bytes.length; at += FILE_PIECE) {
+      await tx.execute(
+        sql`update ${contactImportFiles} set data = data || ${input.bytes.subarray(at, at + FILE_PIECE)}::bytea
+             where import_id = ${row!.id}`,
+      );
+    }
     await addJob(
       tx,
       IMPORT_TASK,
