@@ -4,9 +4,8 @@ import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
-import type { AppDeps } from "../deps.js";
 import { contextFor } from "../flows/runner/dispatch.js";
-import { continueAfterSend, failRun, guardRun } from "../flows/runner/engine.js";
+import { continueAfterSend, failRun, guardRun, type RunnerDeps } from "../flows/runner/engine.js";
 import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
 import { addJob, addJobSql } from "../jobs/queue.js";
 import { customerQueue } from "../messaging/webhook-payload.js";
@@ -121,7 +120,11 @@ export async function enqueueCampaignSends(db: DbOrTx, messageIds: string[]) {
     )}) from unnest(${sql.param(messageIds)}::uuid[]) as id`);
 }
 
-interface Claimed {
+/** What a send needs of the instance. */
+export type SendDeps = RunnerDeps;
+
+/** A claimed message and where it goes. */
+export interface Claimed {
   accountId: string;
   type: string;
   text: string | null;
@@ -141,10 +144,10 @@ interface Claimed {
  * and reads where it goes; null when it is not `pending` or a send of it is
  * already under way.
  */
-async function claimSend(deps: AppDeps, payload: SendPayload): Promise<Claimed | null> {
+async function claimSend(deps: SendDeps, payload: SendPayload): Promise<Claimed | null> {
   // Not before this instance is surely done with the send (answered, timed out or handed back),
-  // then the window for Meta's status. Job times are the real clock's (deps.now may be a test's).
-  const windowEnd = new Date(Date.now() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000);
+  // then the window for Meta's status.
+  const windowEnd = settleDueAt(deps);
   const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(
     prepared(sql`
     with claimed as (
@@ -179,13 +182,14 @@ type Target =
       phoneNumberId: string;
       to: string;
       contactId: string;
+      waId: string;
       queue: string;
       limit: number;
     }
   | { ok: false; problem: string; reason: string };
 
 /** Where the message goes, checked again at send time: the run, the channel, the number. */
-function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
+function sendTarget(deps: SendDeps, payload: SendPayload, row: Claimed): Target {
   if (!row.contactId || !row.waId) {
     return { ok: false, problem: "The conversation no longer exists", reason: "send_failed" };
   }
@@ -222,6 +226,7 @@ function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
     phoneNumberId: row.phoneNumberId,
     to,
     contactId: row.contactId,
+    waId: row.waId,
     queue: customerQueue(row.phoneNumberId, row.waId),
     limit: row.limit ?? 80,
   };
@@ -232,13 +237,34 @@ function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
  * once the call is under way (or waiting for its number's slot), not when
  * Meta answers. The answer is recorded by the pipeline's follow-up.
  */
-export async function startSend(deps: AppDeps, payload: SendPayload): Promise<void> {
+export async function startSend(deps: SendDeps, payload: SendPayload): Promise<void> {
   const priority = payload.priority ?? "customer";
   // Backpressure: a full pipeline holds the job here, before anything is claimed.
   await deps.sends.admit(priority);
   const claimed = await claimSend(deps, payload);
   if (!claimed) return; // sent, failed, or under way elsewhere: its settle job resolves it
+  await handOver(deps, payload, claimed, priority);
+}
 
+/** When the settle job of a send claimed now is due: after this instance is surely done with it, and the window. */
+export const settleDueAt = (deps: Pick<SendDeps, "sends" | "config">) =>
+  // Job times are the real clock's (deps.now may be a test's).
+  new Date(Date.now() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000);
+
+/**
+ * A bot message stored claimed, with its settle job, by the advance that
+ * queued it (flows/runner/engine.ts), handed to the send pipeline once that
+ * advance committed: what the send job would have done after its claim, minus
+ * the job and the claim's statement. Never throws (the settle job resolves a
+ * send whose hand-over failed).
+ */
+export async function sendClaimed(deps: SendDeps, payload: SendPayload, claimed: Claimed): Promise<void> {
+  await handOver(deps, payload, claimed, "customer").catch((error: unknown) =>
+    deps.log.error({ err: error, messageId: payload.messageId }, "handing a claimed send over failed"),
+  );
+}
+
+async function handOver(deps: SendDeps, payload: SendPayload, claimed: Claimed, priority: SendPriority) {
   const target = sendTarget(deps, payload, claimed);
   if (!target.ok) {
     await recordFailure(deps, payload, { message: target.problem }, target.reason);
@@ -287,13 +313,17 @@ export async function startSend(deps: AppDeps, payload: SendPayload): Promise<vo
 
 type Recorded = Extract<Target, { ok: true }> & { accountId: string; type: string };
 
-async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorded, result: SendResult) {
+async function recordResult(deps: SendDeps, payload: SendPayload, target: Recorded, result: SendResult) {
   const attempt = payload.attempt ?? 1;
   if (result.kind === "sent") {
-    // Meta's WhatsApp id for a rewritten number becomes the contact's (a failure here is no failed send).
-    await adoptWhatsAppId(deps.db, { contactId: target.contactId, waId: result.sent.waId }).catch(
-      (error: unknown) => deps.log.warn({ err: error }, "the WhatsApp id Meta answered could not be stored"),
-    );
+    // Meta's WhatsApp id for a rewritten number becomes the contact's (a failure here is no failed send);
+    // nothing to write when Meta answered the id the contact has (as nearly always).
+    if (result.sent.waId && result.sent.waId !== target.waId) {
+      await adoptWhatsAppId(deps.db, { contactId: target.contactId, waId: result.sent.waId }).catch(
+        (error: unknown) =>
+          deps.log.warn({ err: error }, "the WhatsApp id Meta answered could not be stored"),
+      );
+    }
     await recordSent(deps, payload, {
       accountId: target.accountId,
       contactId: target.contactId,
@@ -370,20 +400,26 @@ async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorde
  * did first), drops its settle job, and moves its run on.
  */
 async function recordSent(
-  deps: AppDeps,
+  deps: SendDeps,
   payload: SendPayload,
   sent: { accountId: string; contactId: string; upstreamId: string; type: string },
 ) {
   const sentAt = deps.now();
   await withContactLock(deps.pool, { accountId: sent.accountId, contactId: sent.contactId }, async (tx) => {
-    const { rows } = await tx.execute<{ campaign_id: string | null }>(sql`
-      update ${messages}
-         set message_id = coalesce(message_id, ${sent.upstreamId}::text),
-             status = case when status = 'pending' then 'sent' else status end,
-             updated_at = ${sentAt.toISOString()}::timestamptz
-       where id = ${payload.messageId}::uuid
-      returning campaign_id`);
-    await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+    // The message and its settle job in one statement.
+    const { rows } = await tx.execute<{ campaign_id: string | null }>(
+      prepared(sql`
+      with sent as (
+        update ${messages}
+           set message_id = coalesce(message_id, ${sent.upstreamId}::text),
+               status = case when status = 'pending' then 'sent' else status end,
+               updated_at = ${sentAt.toISOString()}::timestamptz
+         where id = ${payload.messageId}::uuid
+        returning campaign_id
+      )
+      select (select campaign_id from sent) as campaign_id,
+             graphile_worker.remove_job(${settleKey(payload.messageId)}::text) is not null as removed`),
+    );
     const campaignId = rows[0]?.campaign_id;
     if (campaignId)
       await campaignSendOutcome(tx, { messageId: payload.messageId, campaignId, status: "sent" });
@@ -394,7 +430,7 @@ async function recordSent(
 
 async function continueRun(
   tx: DbOrTx,
-  deps: AppDeps,
+  deps: SendDeps,
   payload: SendPayload,
   sent: { upstreamId: string; type: string; at: Date },
 ) {
@@ -416,7 +452,7 @@ async function continueRun(
 
 /** Marks the message failed and ends its run `failed` (when it still waits for this message). */
 async function recordFailure(
-  deps: AppDeps,
+  deps: SendDeps,
   payload: SendPayload,
   error: Record<string, unknown> & { message: string },
   reason: string,
@@ -471,7 +507,7 @@ async function recordFailure(
  * The settle job: due SEND_UNKNOWN_WINDOW_S after a send was claimed (or at
  * once when a status webhook named it, or a send was handed back unsent).
  */
-export async function settleSend(deps: AppDeps, payload: SendPayload): Promise<void> {
+export async function settleSend(deps: SendDeps, payload: SendPayload): Promise<void> {
   const { rows } = await deps.db.execute<{
     status: string;
     upstream_id: string | null;

@@ -15,6 +15,7 @@ import type { AppDeps } from "../../deps.js";
 import { ApiError } from "../../http/errors.js";
 import { isUuid } from "../../http/ids.js";
 import { isWindowOpen } from "../../inbox/window.js";
+import { sendClaimed, settleDueAt } from "../../sending/outbound.js";
 import { prepareTemplateSend } from "../../templates/service.js";
 import { WAIT_MINUTES } from "../nodes.js";
 import { resolveFallbackPolicy } from "../triggers.js";
@@ -22,12 +23,14 @@ import { buildNodeMessage, replyChoices } from "./outbound.js";
 import { type ContactFacts, checkInput, evaluateCondition, renderText } from "./rules.js";
 import { queueBotMessage, scheduleResume } from "./send.js";
 import {
+  onCommit,
   type RunEventType,
   RunGone,
   type RunPatch,
   type RunRow,
   type RunStatus,
   type RunWrites,
+  takesCommitHooks,
   writeRun,
 } from "./store.js";
 
@@ -40,7 +43,10 @@ import {
 /** Nodes one advance may enter; the 65th ends the run `failed` (reason step_limit). */
 export const MAX_STEPS_PER_ADVANCE = 64;
 
-export type RunnerDeps = Pick<AppDeps, "db" | "pool" | "cipher" | "graph" | "sends" | "now">;
+export type RunnerDeps = Pick<
+  AppDeps,
+  "db" | "pool" | "cipher" | "graph" | "sends" | "now" | "config" | "log"
+>;
 export type FlowRow = typeof flows.$inferSelect;
 
 export interface RunContext {
@@ -301,18 +307,50 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     );
     return false;
   }
+  // In the contact's transaction (as every advance is, but for a savepoint's): the message is
+  // stored claimed, and handed to this instance's send pipeline once the advance commits; no send
+  // job goes through the queue. A crash before Meta answers leaves its settle job (section 10).
+  const inline = takesCommitHooks(ctx.db);
+  const readMessageId = ctx.replyTo ?? null;
+  const steps = ctx.steps;
   const queued = await queueBotMessage(ctx.db, {
     run: ctx.run,
     contact: ctx.contact,
     message,
-    steps: ctx.steps,
+    steps,
     now: ctx.deps.now(),
-    readMessageId: ctx.replyTo ?? null,
+    readMessageId,
     phoneNumberId: ctx.inbound?.phoneNumberId,
+    ...(inline ? { claimedSettleAt: settleDueAt(ctx.deps) } : {}),
   });
   if (!queued.ok) {
     failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
+  }
+  if (inline && queued.channel) {
+    const { channel, messageId } = queued;
+    const sent = message;
+    onCommit(ctx.db, () =>
+      sendClaimed(
+        ctx.deps,
+        { messageId, runId: ctx.run.id, steps, ...(readMessageId ? { readMessageId } : {}) },
+        {
+          accountId: ctx.run.accountId,
+          type: sent.outbound.type,
+          text: sent.text,
+          payload: sent.outbound,
+          contactId: ctx.contact.id,
+          phone: ctx.contact.phone,
+          waId: ctx.contact.waId,
+          // The run as the advance left it (committed): still waiting for this message, or ended.
+          runStatus: ctx.run.status,
+          awaiting: ctx.run.awaitingMessageId,
+          phoneNumberId: channel.phoneNumberId,
+          accessToken: channel.accessToken,
+          limit: channel.limit,
+        },
+      ),
+    );
   }
   ctx.replyTo = null;
   patchRun(ctx, { awaitingMessageId: queued.messageId, questionSentAt: null });

@@ -225,8 +225,31 @@ export async function withContactLock<T>(
     lockingDbs.set(pool, db);
   }
   const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
-  return db.transaction(async (tx) => {
+  const hooks: Array<() => Promise<void>> = [];
+  const result = await db.transaction(async (tx) => {
+    commitHooks.set(tx, hooks);
     await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
     return work(tx);
   });
+  // Committed: what waited for it runs now (each hook handles its own errors).
+  for (const hook of hooks) await hook();
+  return result;
 }
+
+/** The after-commit work of each withContactLock transaction. */
+const commitHooks = new WeakMap<object, Array<() => Promise<void>>>();
+
+/**
+ * Runs `hook` once the contact's transaction `db` has committed (never if it
+ * rolls back); false when `db` is no withContactLock transaction, and then
+ * nothing is registered.
+ */
+export function onCommit(db: DbOrTx, hook: () => Promise<void>): boolean {
+  const hooks = commitHooks.get(db);
+  if (!hooks) return false;
+  hooks.push(hook);
+  return true;
+}
+
+/** Whether onCommit(db, ...) would take a hook. */
+export const takesCommitHooks = (db: DbOrTx) => commitHooks.has(db);
