@@ -4,7 +4,7 @@ import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
-import { contextFor } from "../flows/runner/dispatch.js";
+import { contextFor, lockRunContext } from "../flows/runner/dispatch.js";
 import { continueAfterSend, failRun, guardRun, type RunnerDeps } from "../flows/runner/engine.js";
 import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
 import { addJob, addJobSql } from "../jobs/queue.js";
@@ -435,10 +435,8 @@ async function continueRun(
   sent: { upstreamId: string; type: string; at: Date },
 ) {
   if (!payload.runId) return;
-  const run = await lockActiveRun(tx, payload.runId);
-  if (run?.awaitingMessageId !== payload.messageId) return;
-  const ctx = await contextFor(tx, deps, run);
-  if (!ctx) return;
+  const ctx = await lockRunContext(tx, deps, payload.runId);
+  if (ctx?.run.awaitingMessageId !== payload.messageId) return;
   ctx.steps = payload.steps ?? 0;
   await guardRun(ctx, () =>
     continueAfterSend(ctx, {

@@ -31,7 +31,14 @@ import {
 } from "./engine.js";
 import { type RunnerLook, type RunnerLookRow, runnerLookColumns, toRunnerLook } from "./look.js";
 import { matchesKeyword, readKeywordTrigger } from "./rules.js";
-import { findActiveRun, lockRunSql, noRunWrites, type RunRow, withContactLock } from "./store.js";
+import {
+  findActiveRun,
+  flowLockedFirst,
+  lockRunSql,
+  noRunWrites,
+  type RunRow,
+  withContactLock,
+} from "./store.js";
 
 /**
  * What the runner did with an inbound message:
@@ -333,6 +340,34 @@ export async function contextFor(
     deps,
     flow: row.flow,
     run,
+    writes: noRunWrites(),
+    contact: contactFacts(row.contact),
+    steps: 0,
+  };
+}
+
+/**
+ * lockActiveRun and contextFor in one statement: the run, if still active,
+ * locked as lockActiveRun locks it, with its flow and contact.
+ */
+export async function lockRunContext(
+  db: DbOrTx,
+  deps: RunnerDeps,
+  runId: string,
+): Promise<RunContext | null> {
+  const [row] = await db
+    .select({ run: flowRuns, flow: flows, contact: contacts })
+    .from(flowRuns)
+    .innerJoin(flows, eq(flows.id, flowRuns.flowId))
+    .innerJoin(contacts, and(eq(contacts.id, flowRuns.contactId), eq(contacts.accountId, flowRuns.accountId)))
+    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active"), flowLockedFirst(flowRuns.flowId)))
+    .for("no key update", { of: flowRuns });
+  if (!row) return null;
+  return {
+    db,
+    deps,
+    flow: row.flow,
+    run: row.run,
     writes: noRunWrites(),
     contact: contactFacts(row.contact),
     steps: 0,

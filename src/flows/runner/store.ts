@@ -176,7 +176,7 @@ export const lockRunSql = (where: SQL) => sql`
   for no key update of r`;
 
 /** The filter that key-share locks the run's flow row before the run's own row is locked. */
-const flowLockedFirst = (flowId: SQL | typeof flowRuns.flowId) =>
+export const flowLockedFirst = (flowId: SQL | typeof flowRuns.flowId) =>
   sql`exists (select 1 from ${flows} f where f.id = ${flowId} for key share)`;
 
 /** The run, if still active, locked as lockRunSql locks it. */
