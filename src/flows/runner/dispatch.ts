@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
 import { sendAwayMessage } from "../../bots/away.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
@@ -24,6 +24,8 @@ import {
   guardRun,
   type InboundInput,
   loadContact,
+  nodeMap,
+  nodesJsonSql,
   type RunContext,
   type RunnerDeps,
   tapReplyId,
@@ -356,7 +358,7 @@ export async function lockRunContext(
   runId: string,
 ): Promise<RunContext | null> {
   const [row] = await db
-    .select({ run: flowRuns, flow: flows, contact: contacts })
+    .select({ run: flowRuns, flow: flows, contact: contacts, nodes: nodesJsonSql(flowRuns.flowId) })
     .from(flowRuns)
     .innerJoin(flows, eq(flows.id, flowRuns.flowId))
     .innerJoin(contacts, and(eq(contacts.id, flowRuns.contactId), eq(contacts.accountId, flowRuns.accountId)))
@@ -371,6 +373,7 @@ export async function lockRunContext(
     writes: noRunWrites(),
     contact: contactFacts(row.contact),
     steps: 0,
+    nodes: nodeMap(row.nodes),
   };
 }
 
@@ -398,7 +401,7 @@ async function startRun(
 ): Promise<StartResult> {
   const { contact } = input;
   const now = deps.now();
-  let inserted: RunRow | undefined;
+  let inserted: (RunRow & { nodes: Parameters<typeof nodeMap>[0] }) | undefined;
   try {
     [inserted] = await db
       .insert(flowRuns)
@@ -413,19 +416,22 @@ async function startRun(
         lastActivityAt: now,
       })
       .onConflictDoNothing()
-      .returning();
+      // With the flow's nodes, which the walk reads at once (one statement less).
+      .returning({ ...getTableColumns(flowRuns), nodes: nodesJsonSql(flowRuns.flowId) });
   } catch (error) {
     // The flow was deleted between reading it and inserting its run.
     if (pgErrorCode(error) === "23503") return { kind: "flow_gone" };
     throw error;
   }
   if (!inserted) return { kind: "busy" };
+  const { nodes, ...run } = inserted;
 
   const ctx: RunContext = {
     db,
     deps,
     flow: input.flow,
-    run: inserted,
+    run,
+    nodes: nodeMap(nodes),
     writes: {
       patch: {},
       events: [{ type: "started", nodeKey: null, payload: input.trigger, at: now }],

@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, type SQL, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
 import { pausedColumns } from "../../bots/automation.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
@@ -8,6 +8,7 @@ import {
   conversations,
   flowNodes,
   flowRunEvents,
+  type flowRuns,
   type flows,
   profiles,
 } from "../../db/schema/index.js";
@@ -127,12 +128,22 @@ export async function loadNode(ctx: RunContext, nodeKey: string): Promise<Loaded
       .select({ nodeKey: flowNodes.nodeKey, nodeType: flowNodes.nodeType, config: flowNodes.config })
       .from(flowNodes)
       .where(eq(flowNodes.flowId, ctx.flow.id));
-    ctx.nodes = new Map(
-      rows.map((n) => [n.nodeKey, { nodeType: n.nodeType, config: isObject(n.config) ? n.config : {} }]),
-    );
+    ctx.nodes = nodeMap(rows);
   }
   return ctx.nodes.get(nodeKey) ?? null;
 }
+
+/** A flow's nodes as loadNode keeps them (from flow_nodes rows, or nodesJsonSql's JSON). */
+export const nodeMap = (rows: Array<{ nodeKey: string; nodeType: string; config: unknown }>) =>
+  new Map<string, LoadedNode>(
+    rows.map((n) => [n.nodeKey, { nodeType: n.nodeType, config: isObject(n.config) ? n.config : {} }]),
+  );
+
+/** A flow's nodes as JSON, read with the statement that reads its run (saves loadNode's statement). */
+export const nodesJsonSql = (flowId: SQL | typeof flowNodes.flowId | typeof flowRuns.flowId) => sql<
+  Array<{ nodeKey: string; nodeType: string; config: unknown }>
+>`(select coalesce(json_agg(json_build_object('nodeKey', n.node_key, 'nodeType', n.node_type, 'config', n.config)), '[]'::json)
+     from ${flowNodes} n where n.flow_id = ${flowId})`;
 
 /** Records one of the run's events (written with the run's changes, in order). */
 function event(
@@ -272,8 +283,9 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
 }
 
 /**
- * Queues a node's message: stored `pending`, sent by a job on the customer's
- * queue once this advance commits. The run waits for that send (its
+ * Queues a node's message: stored `pending`, handed to the send pipeline once
+ * this advance commits (or sent by a job on the customer's queue, outside a
+ * contact's transaction). The run waits for that send (its
  * awaiting_message_id); false when the run ended because nothing could be queued.
  */
 async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, config: Record<string, unknown>) {

@@ -212,7 +212,8 @@ const lockingDbs = new WeakMap<pg.Pool, NodePgDatabase<typeof schema>>();
  * transaction-level advisory lock. All advances of one contact (across
  * instances too) take turns; the lock ends with the transaction, whether it
  * commits, rolls back or its connection dies with the process: an advance is
- * all written or not at all (its sends are jobs added in that transaction).
+ * all written or not at all (its sends are stored with their jobs in that transaction; hooks
+ * registered with onCommit run once it committed).
  */
 export async function withContactLock<T>(
   pool: pg.Pool,
