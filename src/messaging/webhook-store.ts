@@ -42,6 +42,20 @@ export interface InboundMessageStored {
   customerMessageAt?: Date | null;
   /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
   look?: RunnerLook;
+  /**
+   * The account's consent keywords, read while storing (null: the account kept the defaults), so
+   * that applyConsentKeyword needs no statement of its own.
+   */
+  consent?: ConsentSettings | null;
+  /** False when storing found no campaign message in the conversation: no recipient to mark replied. */
+  campaignThread?: boolean;
+}
+
+/** What applyConsentKeyword reads of the account's settings. */
+export interface ConsentSettings {
+  optOutKeywords: string[];
+  optInKeywords: string[];
+  optOutReply: string | null;
 }
 
 export interface StoredChange {
@@ -171,6 +185,8 @@ async function storeMessage(
       customer_message_at: Date | string | null;
       message_id: string | null;
       inserted: boolean;
+      consent: ConsentSettings | null;
+      campaign_thread: boolean;
     } & RunnerLookRow
   >(
     prepared(sql`
@@ -214,7 +230,12 @@ async function storeMessage(
                     (select id from ${messages} where account_id = ${accountId}
                        and message_id = ${message.upstreamId})) as message_id,
            exists (select 1 from message) as inserted,
-           ${runnerLookColumns(accountId, sql`(select id from contact)`)}
+           ${runnerLookColumns(accountId, sql`(select id from contact)`)},
+           (select json_build_object('optOutKeywords', s.opt_out_keywords, 'optInKeywords', s.opt_in_keywords,
+                                     'optOutReply', s.opt_out_reply)
+              from account_settings s where s.account_id = ${accountId}) as consent,
+           exists (select 1 from ${messages} m where m.conversation_id = conversation.id
+                      and m.campaign_id is not null) as campaign_thread
     from conversation`),
   );
   const row = rows[0];
@@ -231,6 +252,8 @@ async function storeMessage(
     phoneNumberId: change.phoneNumberId,
     customerMessageAt: row.customer_message_at === null ? null : new Date(row.customer_message_at),
     look: toRunnerLook(row),
+    consent: row.consent ?? null,
+    campaignThread: row.campaign_thread,
     inserted: row.inserted,
   };
 }
