@@ -246,6 +246,9 @@ export async function startSend(deps: SendDeps, payload: SendPayload): Promise<v
   await handOver(deps, payload, claimed, priority);
 }
 
+/** The longest a claimed bot message waits for room in the pipeline before it joins it anyway. */
+const ADMIT_CLAIMED_MS = 5_000;
+
 /** When the settle job of a send claimed now is due: after this instance is surely done with it, and the window. */
 export const settleDueAt = (deps: Pick<SendDeps, "sends" | "config">) =>
   // Job times are the real clock's (deps.now may be a test's).
@@ -259,6 +262,16 @@ export const settleDueAt = (deps: Pick<SendDeps, "sends" | "config">) =>
  * send whose hand-over failed).
  */
 export async function sendClaimed(deps: SendDeps, payload: SendPayload, claimed: Claimed): Promise<void> {
+  // Backpressure on the job that queued it, as a send job gets in startSend, but bounded: the message
+  // is claimed already, and must reach the pipeline long before its settle job is due.
+  let waited: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    deps.sends.admit("customer"),
+    new Promise<void>((resolve) => {
+      waited = setTimeout(resolve, ADMIT_CLAIMED_MS);
+    }),
+  ]);
+  clearTimeout(waited);
   await handOver(deps, payload, claimed, "customer").catch((error: unknown) =>
     deps.log.error({ err: error, messageId: payload.messageId }, "handing a claimed send over failed"),
   );
