@@ -417,7 +417,9 @@ async function startRun(
       })
       .onConflictDoNothing()
       // With the flow's nodes, which the walk reads at once (one statement less).
-      .returning({ ...getTableColumns(flowRuns), nodes: nodesJsonSql(flowRuns.flowId) });
+      // (Qualified by hand: drizzle writes RETURNING's columns unqualified, which the subquery's
+      // own flow_nodes.flow_id would take.)
+      .returning({ ...getTableColumns(flowRuns), nodes: nodesJsonSql(sql`"flow_runs"."flow_id"`) });
   } catch (error) {
     // The flow was deleted between reading it and inserting its run.
     if (pgErrorCode(error) === "23503") return { kind: "flow_gone" };
