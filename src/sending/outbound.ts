@@ -502,7 +502,7 @@ const ABANDONED =
  * ever. Nothing happens to a message whose send was claimed: its settle job
  * resolves it.
  */
-export async function abandonUnsentSend(deps: AppDeps, payload: SendPayload, cause: unknown) {
+export async function abandonUnsentSend(deps: SendDeps, payload: SendPayload, cause: unknown) {
   deps.log.error(
     { err: cause, messageId: payload.messageId },
     "a send job failed its last attempt before sending: the message is failed",
@@ -516,7 +516,7 @@ export async function abandonUnsentSend(deps: AppDeps, payload: SendPayload, cau
  * each is failed as abandonUnsentSend does (a resend's: `unknown_outcome`, its
  * first try may have reached Meta). Answers how many were failed.
  */
-export async function failOrphanedSends(deps: AppDeps, messageIds: string[]): Promise<number> {
+export async function failOrphanedSends(deps: SendDeps, messageIds: string[]): Promise<number> {
   if (messageIds.length === 0) return 0;
   const { rows } = await deps.db.execute<{ id: string; resent: boolean }>(sql`
     select m.id, m.send_resent_at is not null as resent from ${messages} m

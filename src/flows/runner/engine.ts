@@ -338,6 +338,8 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
           phoneNumberId: channel.phoneNumberId,
           accessToken: channel.accessToken,
           limit: channel.limit,
+          campaignId: null,
+          firstTry: true,
         },
       ),
     );
