@@ -21,12 +21,12 @@ module.exports = {
     {
       name: "low-root-files",
       comment:
-        "deps.ts, ports.ts, config.ts and logging.ts stand below every feature (features import them, so they import no feature): they import only each other, db/, the Graph client (upstream/, not its sandbox) and the mailer.",
+        "deps.ts, ports.ts, config.ts and logging.ts stand below every feature (features import them, so they import no feature): they import only each other, db/, queue/, the Graph client (upstream/, not its sandbox) and the mailer.",
       severity: "error",
       from: { path: "^src/(deps|ports|config|logging)[.]ts$" },
       to: {
         path: "^src/",
-        pathNot: "^src/((deps|ports|config|logging)[.]ts$|db/|upstream/(?!sandbox/)|mail/mailer[.]ts$)",
+        pathNot: "^src/((deps|ports|config|logging)[.]ts$|db/|queue/|upstream/(?!sandbox/)|mail/mailer[.]ts$)",
       },
     },
     {

@@ -45,7 +45,7 @@ import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
-import { postponeUnknownSettles } from "./sending/outbound.js";
+import { postponeUnknownSettles, sendClaimed, settleDueAt } from "./sending/outbound.js";
 import { onCampaignSendOutcome } from "./sending/outcomes.js";
 import { createSendPipeline } from "./sending/pipeline.js";
 import { postgresSendRate, redisSendRate } from "./sending/rate.js";
@@ -274,6 +274,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     cipher,
     graph,
     sends,
+    claimedSends: {
+      settleDueAt: () => settleDueAt(deps),
+      send: (payload, claimed) => sendClaimed(deps, payload, claimed),
+    },
     media: createMediaStore(config.mediaStore),
     jobs,
     mailer,

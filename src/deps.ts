@@ -3,6 +3,7 @@ import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { Mailer } from "./mail/mailer.js";
 import type {
+  ClaimedSends,
   DeliveryPolicy,
   EventHub,
   Jobs,
@@ -31,6 +32,8 @@ export interface AppDeps {
   graph: GraphClient;
   /** This instance's upstream sends in flight, paced per number (src/sending). */
   sends: SendPipeline;
+  /** Bot messages stored claimed by the runner, handed to \`sends\` once their advance commits. */
+  claimedSends: ClaimedSends;
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;

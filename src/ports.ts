@@ -1,4 +1,5 @@
 import type { FastifyRequest } from "fastify";
+import type { SendPayload } from "./queue/tasks.js";
 import type { OutboundMessage, SentMessage } from "./upstream/graph.js";
 
 /**
@@ -142,4 +143,36 @@ export interface Jobs {
    * used up their attempts, do not count). Tests and the benchmark wait on it.
    */
   drain(options?: { timeoutMs?: number }): Promise<void>;
+}
+
+/** A claimed message and where it goes. */
+export interface ClaimedSend {
+  accountId: string;
+  type: string;
+  text: string | null;
+  payload: unknown;
+  contactId: string | null;
+  phone: string | null;
+  waId: string | null;
+  runStatus: string | null;
+  awaiting: string | null;
+  phoneNumberId: string | null;
+  accessToken: string | null;
+  limit: number | null;
+  campaignId: string | null;
+  /** No resend of an unknown outcome: the message never reached Meta if this try does not go. */
+  firstTry: boolean;
+}
+
+/**
+ * Bot messages that the runner's advance stored claimed (with their settle
+ * job), handed to this instance's send pipeline once the advance commits
+ * (src/sending/outbound.ts); the runner reaches them through AppDeps so that
+ * the send pipeline, which records a bot send through the runner, stays above it.
+ */
+export interface ClaimedSends {
+  /** When the settle job of a send claimed now is due: after this instance is surely done with it, and the window. */
+  settleDueAt(): Date;
+  /** Hands the claimed message to the pipeline; never throws (the settle job resolves a lost one). */
+  send(payload: SendPayload, claimed: ClaimedSend): Promise<void>;
 }

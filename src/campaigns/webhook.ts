@@ -49,6 +49,8 @@ export async function applyCampaignWebhook(
     for (const row of rows) touched.add(row.campaign_id);
   }
   for (const message of input.inbound) {
+    // Storing the message found no campaign message in its conversation: nothing to mark.
+    if (message.campaignThread === false) continue;
     const { rows } = await db.execute<{ campaign_id: string }>(sql`
       update ${campaignRecipients} r set status = 'replied', updated_at = now()
        where r.message_id = (select m.id from ${messages} m

@@ -4,6 +4,7 @@ import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import {
+  type ConsentSettings,
   type InboundMessageStored,
   type RunnerLookRow,
   runnerLookColumns,
@@ -150,6 +151,8 @@ async function storeMessage(
       customer_message_at: Date | string | null;
       message_id: string | null;
       inserted: boolean;
+      consent: ConsentSettings | null;
+      campaign_thread: boolean;
     } & RunnerLookRow
   >(
     prepared(sql`
@@ -193,7 +196,12 @@ async function storeMessage(
                     (select id from ${messages} where account_id = ${accountId}
                        and message_id = ${message.upstreamId})) as message_id,
            exists (select 1 from message) as inserted,
-           ${runnerLookColumns(accountId, sql`(select id from contact)`)}
+           ${runnerLookColumns(accountId, sql`(select id from contact)`)},
+           (select json_build_object('optOutKeywords', s.opt_out_keywords, 'optInKeywords', s.opt_in_keywords,
+                                     'optOutReply', s.opt_out_reply)
+              from account_settings s where s.account_id = ${accountId}) as consent,
+           exists (select 1 from ${messages} m where m.conversation_id = conversation.id
+                      and m.campaign_id is not null) as campaign_thread
     from conversation`),
   );
   const row = rows[0];
@@ -210,6 +218,8 @@ async function storeMessage(
     phoneNumberId: change.phoneNumberId,
     customerMessageAt: row.customer_message_at === null ? null : new Date(row.customer_message_at),
     look: toRunnerLook(row),
+    consent: row.consent ?? null,
+    campaignThread: row.campaign_thread,
     inserted: row.inserted,
   };
 }

@@ -14,8 +14,11 @@ export interface JobOptions {
   queueName?: string;
   /** Not before this moment (default: at once). */
   runAt?: Date;
-  /** A job with the same key that has not started yet is replaced (its payload and run_at). */
-  jobKey?: string;
+  /**
+   * A job with the same key that has not started yet is replaced (its payload and run_at). An SQL
+   * expression for jobs added by a statement (addJobSql only).
+   */
+  jobKey?: string | SQL;
   /** How often graphile-worker tries a job that throws (default 25, with exponential backoff). */
   maxAttempts?: number;
   /** Lower runs first (default 0). */
@@ -38,7 +41,7 @@ export const addJobSql = (
     queue_name := ${options.queueName ?? null}::text,
     run_at := ${options.runAt?.toISOString() ?? null}::timestamptz,
     max_attempts := ${options.maxAttempts ?? null}::integer,
-    job_key := ${options.jobKey ?? null}::text,
+    job_key := (${options.jobKey ?? null})::text,
     priority := ${options.priority ?? null}::integer
   )`;
 

@@ -47,4 +47,18 @@ export interface InboundMessageStored {
   customerMessageAt?: Date | null;
   /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
   look?: RunnerLook;
+  /**
+   * The account's consent keywords, read while storing (null: the account kept the defaults), so
+   * that applyConsentKeyword needs no statement of its own.
+   */
+  consent?: ConsentSettings | null;
+  /** False when storing found no campaign message in the conversation: no recipient to mark replied. */
+  campaignThread?: boolean;
+}
+
+/** What applyConsentKeyword reads of the account's settings. */
+export interface ConsentSettings {
+  optOutKeywords: string[];
+  optInKeywords: string[];
+  optOutReply: string | null;
 }
