@@ -6,9 +6,12 @@
  * moves the import's counters, so a job run again after a crash goes on from
  * the last committed batch.
  */
+
 import { Readable } from "node:stream";
 import { type Options, parse } from "csv-parse";
 import { eq, sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { ContactImport } from "../contracts/contacts.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { contactImportErrors, contactImportFiles, contactImports } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
@@ -28,7 +31,7 @@ const EVENT_EVERY_MS = 1_000;
 
 type ImportRow = typeof contactImports.$inferSelect;
 
-export const toImportJson = (i: ImportRow) => ({
+export const toImportJson = (i: ImportRow): z.infer<typeof ContactImport> => ({
   id: i.id,
   status: i.status,
   filename: i.filename,

@@ -1,6 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireOwner } from "../auth/session.js";
+import {
+  deliveriesPage,
+  deliveryAnswer,
+  endpointAnswer,
+  endpointCreated,
+  endpointsAnswer,
+} from "../contracts/account.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { notFound } from "../http/errors.js";
@@ -90,7 +97,7 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
         "and resolve to public addresses only (unless WEBHOOK_ALLOW_PRIVATE=true). The secret is shown only here.",
       body: createBody,
       responses: {
-        201: "`{ endpoint, secret }`",
+        201: { description: "`{ endpoint, secret }`", body: endpointCreated },
         ...COMMON,
         400: "Invalid JSON, a bad url (not https, private address, unresolvable) or bad events",
         409: `The account already has ${MAX_ENDPOINTS_PER_ACCOUNT} endpoints`,
@@ -116,7 +123,10 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
     docs({
       tags: TAGS,
       summary: "The account's webhook endpoints, newest first",
-      responses: { 200: "`{ endpoints: [WebhookEndpoint] }` (never the secrets)", ...COMMON },
+      responses: {
+        200: { description: "`{ endpoints: [WebhookEndpoint] }` (never the secrets)", body: endpointsAnswer },
+        ...COMMON,
+      },
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));
@@ -130,7 +140,11 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
       tags: TAGS,
       summary: "One webhook endpoint",
       params: idParams,
-      responses: { 200: "`{ endpoint }`", ...COMMON, 404: "Not found" },
+      responses: {
+        200: { description: "`{ endpoint }`", body: endpointAnswer },
+        ...COMMON,
+        404: "Not found",
+      },
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));
@@ -147,7 +161,7 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
       params: idParams,
       body: patchBody,
       responses: {
-        200: "`{ endpoint }`",
+        200: { description: "`{ endpoint }`", body: endpointAnswer },
         ...COMMON,
         400: "Invalid JSON, a bad url or bad events",
         404: "Not found",
@@ -187,7 +201,7 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
       params: idParams,
       querystring: pageQuery,
       responses: {
-        200: "`{ deliveries: [Delivery], next_cursor }`",
+        200: { description: "`{ deliveries: [Delivery], next_cursor }`", body: deliveriesPage },
         ...COMMON,
         400: "Bad limit or cursor",
         404: "Not found",
@@ -210,7 +224,11 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
         "Works on disabled endpoints too. The attempt is logged with the deliveries; it is not retried and does " +
         "not count toward disabling the endpoint.",
       params: idParams,
-      responses: { 200: "`{ delivery }`", ...COMMON, 404: "Not found" },
+      responses: {
+        200: { description: "`{ delivery }`", body: deliveryAnswer },
+        ...COMMON,
+        404: "Not found",
+      },
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));

@@ -1,4 +1,6 @@
+import type { z } from "zod";
 import { automationAt, toAutomationJson } from "../bots/automation.js";
+import type { Contact, Conversation, Message } from "../contracts/inbox.js";
 import type { contacts, conversations, messages } from "../db/schema/index.js";
 import { windowExpiresAt } from "./window.js";
 
@@ -17,7 +19,7 @@ export interface ReactionJson {
  * loaded them (the conversation's message list does; a conversation's last
  * message does not).
  */
-export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]) {
+export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]): z.infer<typeof Message> {
   return {
     id: m.id,
     conversation_id: m.conversationId,
@@ -40,7 +42,7 @@ export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]) {
   };
 }
 
-export const toContactJson = (c: ContactRow) => ({
+export const toContactJson = (c: ContactRow): z.infer<typeof Contact> => ({
   id: c.id,
   wa_id: c.waId,
   name: c.name,
@@ -57,7 +59,7 @@ export const toConversationJson = (
   contact: ContactRow,
   last: MessageRow | null,
   now = new Date(),
-) => ({
+): z.infer<typeof Conversation> => ({
   id: c.id,
   status: c.status,
   assigned_to: c.assignedTo,

@@ -18,7 +18,7 @@ interface Operation {
 type Document = {
   servers?: Array<{ url: string }>;
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, unknown> };
+  components: { securitySchemes: Record<string, unknown>; schemas?: Record<string, unknown> };
   security: unknown[];
 };
 
@@ -45,6 +45,13 @@ const BODYLESS = new Set([
 
 /** Routes whose body is multipart/form-data (files). */
 const MULTIPART = new Set(["post /api/conversations/{id}/media"]);
+
+type JsonSchema = { type?: string; properties?: object; items?: JsonSchema; anyOf?: JsonSchema[] };
+/** An object whose fields are not described (an array's items and each variant are looked into). */
+const isOpen = (schema: JsonSchema): boolean =>
+  (schema.type === "object" && !schema.properties) ||
+  (schema.items !== undefined && isOpen(schema.items)) ||
+  (schema.anyOf ?? []).some(isOpen);
 
 let t: TestApp;
 let doc: Document;
@@ -162,6 +169,39 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(answer("/api/messaging/react", "post", "429")?.headers ?? {})).toContain(
       "retry-after",
     );
+  });
+
+  it("names each resource's schema in components, and describes no 2xx JSON body as an open object", () => {
+    for (const name of [
+      "Flow",
+      "Node",
+      "Conversation",
+      "Message",
+      "Contact",
+      "ContactDetail",
+      "Campaign",
+      "Template",
+      "Settings",
+      "WebhookEndpoint",
+      "WebhookDelivery",
+      "Event",
+      "FlowRun",
+      "CannedResponse",
+      "BusinessHours",
+      "MessagingConfig",
+    ]) {
+      expect(doc.components.schemas?.[name], name).toMatchObject({ type: "object" });
+    }
+    const open: string[] = [];
+    for (const { key, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const schema = response.content?.["application/json"]?.schema as JsonSchema | undefined;
+        if (status.startsWith("2") && schema && isOpen(schema)) open.push(`${key} ${status}`);
+      }
+    }
+    expect(open).toEqual([]);
+    const flow = doc.paths["/api/flows/{id}"]?.get?.responses?.["200"]?.content?.["application/json"]?.schema;
+    expect(flow).toMatchObject({ properties: { flow: { $ref: "#/components/schemas/Flow" } } });
   });
 
   it("documents the status codes the access routes answer with", () => {
