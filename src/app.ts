@@ -209,7 +209,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         title: "wa-inbox API",
         version: "0.1.0",
         description:
-          "Customer-messaging backend for WhatsApp: accounts, flows, channel configuration, inbox and reactions.",
+          "Customer-messaging backend for WhatsApp: accounts, flows, channel configuration, inbox and reactions. Every answer carries `X-Request-Id` (the id its log lines carry).",
       },
       components: {
         securitySchemes: {

@@ -9,7 +9,7 @@ import {
   draftPreview,
   recipientsPage,
 } from "../contracts/campaigns.js";
-import { okAnswer } from "../contracts/common.js";
+import { okAnswer, phoneRule } from "../contracts/common.js";
 import { startedAnswer } from "../contracts/inbox.js";
 import { RECIPIENT_STATUSES } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
@@ -138,7 +138,7 @@ const draftPreviewBody = z
   })
   .strict();
 const testBody = z
-  .object({ phone: z.string({ error: "must be a phone number" }).trim().min(1).max(40) })
+  .object({ phone: z.string({ error: "must be a phone number" }).trim().min(1).max(40).meta(phoneRule) })
   .strict();
 const idParams = z.object({ id: z.string().describe("Campaign id (UUID)") });
 const recipientsQuery = z.object({
@@ -463,6 +463,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         200: {
           description: `text/csv with a header row: ${CSV_COLUMNS.join(", ")}`,
           contentType: "text/csv",
+          headers: { "content-disposition": 'attachment; filename="campaign-<id>-recipients.csv"' },
         },
         400: "Bad status",
         ...COMMON,

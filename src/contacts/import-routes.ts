@@ -236,7 +236,11 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
         "Columns `row` (the file's row number; the header is row 1), `value` (the offending cell) and `reason`.",
       params: idParams,
       responses: {
-        200: { description: "The rows as CSV", contentType: "text/csv" },
+        200: {
+          description: "The rows as CSV",
+          contentType: "text/csv",
+          headers: { "content-disposition": 'attachment; filename="import-<id>-errors.csv"' },
+        },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "No such import in the caller's account",

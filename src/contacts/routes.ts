@@ -40,7 +40,11 @@ const patchBody = z.object({
 });
 const optInSource = storableString({ trim: true, min: 1, max: 100 });
 const createBody = z.object({
-  phone: z.string({ error: "is required" }).max(40, "must be at most 40 characters"),
+  phone: z.string({ error: "is required" }).max(40, "must be at most 40 characters").meta({
+    pattern: "^[+0-9 ()./-]*$",
+    description:
+      "International (`+` and the country code), or national in the account's default_country; digits with spaces, `(`, `)`, `-`, `.`, `/`; stored as digits with the country code",
+  }),
   name: storableString({ trim: true, min: 1, max: 200 }).nullable().optional(),
   tags: tags.optional(),
   attributes: attributes.optional(),

@@ -41,7 +41,10 @@ const events = z
 const url = z
   .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
   .min(1, "is required")
-  .describe("https URL on a public address");
+  .meta({
+    format: "uri",
+    description: "An absolute https URL on a public address (http too when WEBHOOK_ALLOW_PRIVATE is set)",
+  });
 const description = z
   .string({ error: "must be a string" })
   .max(500, "must be at most 500 characters")

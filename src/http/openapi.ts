@@ -97,7 +97,11 @@ function responseSchema(status: number, doc: ResponseDoc): Record<string, unknow
   // 204 and 304 carry no body at all.
   if (status === 204 || status === 304) return { description, type: "null", ...head };
   if (contentType) {
-    return { description, content: { [contentType]: { schema: { type: "string" } } }, ...head };
+    // A file of any type is bytes; text answers (CSV, an event stream) are strings.
+    const schema = contentType.startsWith("text/")
+      ? { type: "string" }
+      : { type: "string", format: "binary" };
+    return { description, content: { [contentType]: { schema } }, ...head };
   }
   if (body) return { description, ...jsonSchema(body, "output"), ...head };
   if (status >= 400) return { description, ...jsonSchema(errorBody, "output"), ...head };

@@ -4,6 +4,7 @@ import { requireAccount } from "../auth/session.js";
 import { autoAssign } from "../bots/assign.js";
 import { optedOutError } from "../contacts/contacts.js";
 import { tag } from "../contacts/fields.js";
+import { phoneRule } from "../contracts/common.js";
 import {
   conversationAnswer,
   conversationCounts,
@@ -88,7 +89,12 @@ const patchBody = z.object({
 });
 const templateSendBody = z.object({ template: templateRequestSchema });
 const startBody = z.object({
-  phone: z.string({ error: "phone must be a string" }).trim().min(1, "phone is required").max(40),
+  phone: z
+    .string({ error: "phone must be a string" })
+    .trim()
+    .min(1, "phone is required")
+    .max(40)
+    .meta(phoneRule),
   name: z.string().trim().min(1).max(200).optional(),
   template: templateRequestSchema,
 });

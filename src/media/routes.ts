@@ -122,7 +122,15 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
         "The bytes with their stored Content-Type and Content-Length; documents come as an attachment with a safe filename. Members of the message's account only.",
       params: idParams,
       responses: {
-        200: { description: "The file, with its own Content-Type", contentType: "*/*" },
+        200: {
+          description: "The file, with its own Content-Type",
+          contentType: "*/*",
+          headers: {
+            "content-disposition":
+              "`attachment` for documents and unsafe types, else `inline`, with the file name",
+            "cache-control": "private, max-age=3600",
+          },
+        },
         404: "No such message in the caller's account, or its file is not stored (yet)",
       },
     }),

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
 import { configHealth, configSaved } from "../contracts/account.js";
-import { successAnswer } from "../contracts/common.js";
+import { successAnswer, UPSTREAM_ID_PATTERN } from "../contracts/common.js";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
@@ -31,9 +31,16 @@ const META_ERROR_PREFIX = "Meta API error: ";
 const VERIFY_FAILED_PREFIX = "Failed to verify credentials with Meta: ";
 
 const configBody = z.object({
-  phone_number_id: z.string().min(1).describe("The business phone number id from Meta's WhatsApp Manager"),
+  phone_number_id: z
+    .string()
+    .regex(new RegExp(UPSTREAM_ID_PATTERN))
+    .describe("The business phone number id from Meta's WhatsApp Manager (letters, digits, `.`, `_`, `-`)"),
   access_token: z.string().min(1).describe("A permanent System User access token; stored encrypted"),
-  business_account_id: z.string().optional().describe("WhatsApp Business Account id; subscribed to the app"),
+  business_account_id: z
+    .string()
+    .regex(new RegExp(UPSTREAM_ID_PATTERN))
+    .optional()
+    .describe("WhatsApp Business Account id; subscribed to the app"),
   verify_token: z.string().optional().describe("Webhook verify token; stored encrypted"),
   pin: z
     .string()

@@ -169,6 +169,34 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(answer("/api/messaging/react", "post", "429")?.headers ?? {})).toContain(
       "retry-after",
     );
+    expect(answer("/api/messages/{id}/media", "get", "200")?.content?.["*/*"]?.schema).toEqual({
+      type: "string",
+      format: "binary",
+    });
+    expect(Object.keys(answer("/api/messages/{id}/media", "get", "200")?.headers ?? {})).toContain(
+      "content-disposition",
+    );
+    expect(Object.keys(answer("/api/auth/sign-in/email", "post", "200")?.headers ?? {})).toContain(
+      "set-auth-token",
+    );
+    expect(Object.keys(answer("/api/auth/verify-email", "get", "302")?.headers ?? {})).toContain("location");
+  });
+
+  it("states the rules the handlers enforce: phone digits, phone_number_id characters, absolute webhook URLs", () => {
+    type Props = Record<string, { pattern?: string; format?: string }>;
+    const bodyOf = (path: string, method: string) =>
+      (doc.paths[path]?.[method]?.requestBody?.content?.["application/json"]?.schema as { properties: Props })
+        .properties;
+    const digits = new RegExp(bodyOf("/api/conversations", "post").phone?.pattern ?? "^$");
+    expect(digits.test("+49 (170) 123-4567")).toBe(true);
+    expect(digits.test("12345")).toBe(false);
+    expect(digits.test("1234567890123456")).toBe(false);
+    expect(bodyOf("/api/campaigns/{id}/test", "post").phone?.pattern).toBe(digits.source);
+    const id = new RegExp(bodyOf("/api/messaging/config", "post").phone_number_id?.pattern ?? "^$");
+    expect(id.test("106540352242922")).toBe(true);
+    expect(id.test("1065/../me")).toBe(false);
+    expect(bodyOf("/api/webhook-endpoints", "post").url?.format).toBe("uri");
+    expect(bodyOf("/api/webhook-endpoints/{id}", "patch").url?.format).toBe("uri");
   });
 
   it("names each resource's schema in components, and describes no 2xx JSON body as an open object", () => {
