@@ -185,8 +185,11 @@ describe("the OpenAPI document", () => {
   it("states the rules the handlers enforce: phone digits, phone_number_id characters, absolute webhook URLs", () => {
     type Props = Record<string, { pattern?: string; format?: string }>;
     const bodyOf = (path: string, method: string) =>
-      (doc.paths[path]?.[method]?.requestBody?.content?.["application/json"]?.schema as { properties: Props })
-        .properties;
+      (
+        (doc.paths[path]?.[method]?.requestBody?.content?.["application/json"]?.schema ?? {}) as {
+          properties?: Props;
+        }
+      ).properties ?? {};
     const digits = new RegExp(bodyOf("/api/conversations", "post").phone?.pattern ?? "^$");
     expect(digits.test("+49 (170) 123-4567")).toBe(true);
     expect(digits.test("12345")).toBe(false);
