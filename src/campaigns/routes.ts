@@ -8,6 +8,7 @@ import {
   campaignsPage,
   draftPreview,
   recipientsPage,
+  retryAnswer,
 } from "../contracts/campaigns.js";
 import { okAnswer, phoneRule } from "../contracts/common.js";
 import { startedAnswer } from "../contracts/inbox.js";
@@ -367,6 +368,10 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
     conflict: string,
     run: (accountId: string, id: string) => Promise<unknown>,
     extra: Record<number, string> = {},
+    answer: { description: string; body: z.ZodType } = {
+      description: "`{ campaign }`",
+      body: campaignAnswer,
+    },
   ) =>
     app.post<Id>(
       `/api/campaigns/:id/${path}`,
@@ -376,7 +381,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         description,
         params: idParams,
         responses: {
-          200: { description: "`{ campaign }`", body: campaignAnswer },
+          200: answer,
           ...OWNER,
           409: conflict,
           ...extra,
@@ -425,6 +430,8 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
     "Throughput and temporary errors (130429, 131056, 80007, 4, 1, 2, 131000, 131016, 131049); a final refusal (131026 undeliverable, for example) is not retried. Answers `{ campaign, requeued }`.",
     "The campaign is a draft or cancelled",
     (accountId, id) => retryFailed(db, accountId, id),
+    {},
+    { description: "`{ campaign, requeued }`", body: retryAnswer },
   );
 
   app.get<Id>(

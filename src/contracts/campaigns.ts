@@ -63,6 +63,10 @@ const audienceCounts = {
 };
 
 export const campaignAnswer = z.object({ campaign: Campaign });
+export const retryAnswer = z.object({
+  campaign: Campaign,
+  requeued: z.number().int().describe("Failed recipients queued again"),
+});
 export const campaignsPage = z.object({ campaigns: z.array(Campaign), next_cursor: nextCursor });
 export const campaignPreview = z.object(audienceCounts).meta({ id: "CampaignPreview" });
 export const draftPreview = z

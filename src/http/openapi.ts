@@ -142,6 +142,10 @@ export const withOperationId: SwaggerTransform = ({ schema, url, route }) => {
 export function docs(doc: RouteDoc): RouteShorthandOptions {
   const responses: Record<number, ResponseDoc> = { ...doc.responses };
   if (!doc.public && !responses[401]) responses[401] = "Not signed in (no valid session or API key)";
+  // Any body may be larger than BODY_LIMIT (files: than the upload limits), and any route may fail.
+  if ((doc.body || doc.bodyContentType) && !responses[413])
+    responses[413] = "The body is larger than allowed";
+  if (!responses[500]) responses[500] = "Unexpected failure (logged with the request id)";
   const response: Record<string, Record<string, unknown>> = {};
   for (const [status, answer] of Object.entries(responses)) {
     response[status] = responseSchema(Number(status), answer);

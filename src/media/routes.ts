@@ -131,6 +131,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
             "cache-control": "private, max-age=3600",
           },
         },
+        403: "The caller's profile has no account",
         404: "No such message in the caller's account, or its file is not stored (yet)",
       },
     }),
