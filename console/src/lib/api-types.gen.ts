@@ -160,14 +160,14 @@ export interface paths {
   "/api/campaigns/{id}/cancel": {
     /**
      * Cancel a campaign (owner only)
-     * @description Recipients not yet sent become `skipped` (`cancelled`).
+     * @description Recipients not yet sent (queued, deferred, or claimed but not yet on the wire) become `skipped` (`cancelled`); sends already on the wire finish.
      */
     post: operations["postCampaignsByIdCancel"];
   };
   "/api/campaigns/{id}/pause": {
     /**
      * Pause a running or scheduled campaign (owner only)
-     * @description Sends already under way finish; nobody else is sent until `resume`.
+     * @description Sends already on the wire finish; those claimed but not yet sent wait `queued`; nobody else is sent until `resume`.
      */
     post: operations["postCampaignsByIdPause"];
   };
@@ -346,7 +346,10 @@ export interface paths {
     post: operations["postConversationsByIdMedia"];
   };
   "/api/conversations/{id}/messages": {
-    /** A conversation's messages and notes, oldest first, each with its reactions */
+    /**
+     * A conversation's messages and notes, oldest first, each with its reactions
+     * @description `order=newest` pages from the latest message back (the console's thread): the first page is the latest `limit` messages, `next_cursor` leads to the ones before them; each page is oldest first either way.
+     */
     get: operations["getConversationsByIdMessages"];
     /**
      * Send a text or a template to the conversation's contact
@@ -3100,7 +3103,7 @@ export interface operations {
   };
   /**
    * Cancel a campaign (owner only)
-   * @description Recipients not yet sent become `skipped` (`cancelled`).
+   * @description Recipients not yet sent (queued, deferred, or claimed but not yet on the wire) become `skipped` (`cancelled`); sends already on the wire finish.
    */
   postCampaignsByIdCancel: {
     parameters: {
@@ -3172,7 +3175,7 @@ export interface operations {
   };
   /**
    * Pause a running or scheduled campaign (owner only)
-   * @description Sends already under way finish; nobody else is sent until `resume`.
+   * @description Sends already on the wire finish; those claimed but not yet sent wait `queued`; nobody else is sent until `resume`.
    */
   postCampaignsByIdPause: {
     parameters: {
@@ -5618,12 +5621,17 @@ export interface operations {
       };
     };
   };
-  /** A conversation's messages and notes, oldest first, each with its reactions */
+  /**
+   * A conversation's messages and notes, oldest first, each with its reactions
+   * @description `order=newest` pages from the latest message back (the console's thread): the first page is the latest `limit` messages, `next_cursor` leads to the ones before them; each page is oldest first either way.
+   */
   getConversationsByIdMessages: {
     parameters: {
       query?: {
         limit?: number;
         cursor?: string;
+        /** @description `newest`: pages from the latest message back */
+        order?: "oldest" | "newest";
       };
       path: {
         id: string;
