@@ -246,7 +246,7 @@ describe("the OpenAPI document", () => {
     expect(statuses("/api/api-keys/{id}", "delete")).toEqual(
       expect.arrayContaining(["200", "401", "403", "404"]),
     );
-    expect(statuses("/readyz", "get")).toEqual(["200", "503"]);
+    expect(statuses("/readyz", "get")).toEqual(["200", "500", "503"]);
   });
 
   it("declares session (bearer, cookie) and API key security, and 401 on every protected operation", () => {
