@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { EVENT_TYPES } from "../events/types.js";
 import { jsonObject, nextCursor, timestamp } from "./common.js";
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/);
@@ -57,7 +56,7 @@ export const WebhookEndpoint = z
     id: z.uuid(),
     url: z.url().describe("An absolute https URL"),
     description: z.string().nullable(),
-    events: z.array(z.string()).describe(`Event types sent: ${EVENT_TYPES.join(", ")}`),
+    events: z.array(z.string()).describe("Event types sent (see GET /api/events), or `*` for all"),
     enabled: z.boolean(),
     disabled_reason: z.string().nullable(),
     failing_since: timestamp.nullable(),
@@ -86,7 +85,7 @@ export const WebhookDelivery = z
 export const Event = z
   .object({
     id: z.string(),
-    type: z.string().describe(`One of ${EVENT_TYPES.join(", ")}`),
+    type: z.string().describe("message.received, message.sent, conversation.updated, ... (README: Events)"),
     created_at: z.string().describe("ISO 8601"),
     data: jsonObject,
   })

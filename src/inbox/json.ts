@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { automationAt, toAutomationJson } from "../bots/automation.js";
-import type { Contact, Conversation, Message } from "../contracts/inbox.js";
+import { toContactJson } from "../contacts/json.js";
+import type { Conversation, Message } from "../contracts/inbox.js";
 import type { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import { windowExpiresAt } from "./window.js";
 
@@ -48,18 +49,6 @@ export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]): z.infe
     ...(reactions ? { reactions } : {}),
   };
 }
-
-export const toContactJson = (c: ContactRow): z.infer<typeof Contact> => ({
-  id: c.id,
-  wa_id: c.waId,
-  name: c.name,
-  phone: c.phone,
-  tags: c.tags,
-  attributes: c.attributes,
-  opted_out: c.optedOut,
-  created_at: c.createdAt,
-  updated_at: c.updatedAt,
-});
 
 export const toConversationJson = (
   c: ConversationRow,

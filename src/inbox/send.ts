@@ -8,15 +8,16 @@ import type { MessageStatus } from "../db/schema/inbox.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
-import { addJobSql } from "../jobs/queue.js";
+import { addJobSql } from "../queue/add.js";
+import type { SendPayload } from "../queue/tasks.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";
 import { nextMessageTime, touchConversationSql } from "./threads.js";
 
 /** A job that sends the message, added with it (its payload gets `messageId`). */
 export interface SendJob {
-  task: string;
-  payload: Record<string, unknown>;
+  task: "send-bot-message" | "send-message";
+  payload: Omit<SendPayload, "messageId">;
   queueName: string;
   maxAttempts: number;
 }

@@ -8,12 +8,17 @@ import type { AppDeps } from "../deps.js";
 import { contextFor } from "../flows/runner/dispatch.js";
 import { continueAfterSend, failRun, guardRun } from "../flows/runner/engine.js";
 import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
-import { addJob, addJobSql } from "../jobs/queue.js";
-import { customerQueue } from "../messaging/webhook-payload.js";
+import { addJob, addJobSql } from "../queue/add.js";
+import { customerQueue } from "../queue/names.js";
+import {
+  SEND_BOT_MESSAGE_TASK,
+  SEND_MESSAGE_TASK,
+  SETTLE_SEND_TASK,
+  type SendPayload,
+} from "../queue/tasks.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
-import { SEND_BOT_MESSAGE_TASK, SEND_MESSAGE_TASK, SETTLE_SEND_TASK } from "./names.js";
 import { campaignSendOutcome } from "./outcomes.js";
-import type { SendPriority, SendResult } from "./pipeline.js";
+import type { SendResult } from "./pipeline.js";
 
 export { SEND_BOT_MESSAGE_TASK, SEND_MESSAGE_TASK, SETTLE_SEND_TASK };
 
@@ -37,18 +42,7 @@ export const CAMPAIGN_JOB_PRIORITY = 10;
 export const MAX_SEND_ATTEMPTS = 6;
 
 /** What a send job carries. */
-export interface SendPayload {
-  messageId: string;
-  /** The run waiting for this message (bot sends). */
-  runId?: string;
-  /** The steps its run's advance had taken. */
-  steps?: number;
-  /** Attempts made so far (retries after a provable non-delivery). */
-  attempt?: number;
-  /** Meta's id of the customer message to mark read (with a typing indicator) before sending. */
-  readMessageId?: string | null;
-  priority?: SendPriority;
-}
+export type { SendPayload };
 
 const RATE_CODES = new Set([4, 80007, 130429, 131056]);
 

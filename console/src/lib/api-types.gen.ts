@@ -802,7 +802,7 @@ export interface components {
         [key: string]: unknown;
       };
       id: string;
-      /** @description One of message.received, message.sent, message.status, reaction.updated, conversation.updated, flow_run.updated, campaign.updated, contact_import.updated */
+      /** @description message.received, message.sent, conversation.updated, ... (README: Events) */
       type: string;
     };
     Flow: {
@@ -1040,7 +1040,7 @@ export interface components {
       description: string | null;
       disabled_reason: string | null;
       enabled: boolean;
-      /** @description Event types sent: message.received, message.sent, message.status, reaction.updated, conversation.updated, flow_run.updated, campaign.updated, contact_import.updated */
+      /** @description Event types sent (see GET /api/events), or `*` for all */
       events: string[];
       failing_since: string | null;
       /** Format: uuid */

@@ -1,6 +1,5 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
-import { sendAwayMessage } from "../../bots/away.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
@@ -15,7 +14,7 @@ import {
   messages,
 } from "../../db/schema/index.js";
 import { ApiError } from "../../http/errors.js";
-import type { InboundMessageStored } from "../../messaging/webhook-store.js";
+import { sendAwayMessage } from "./away.js";
 import {
   answer,
   answerTap,
@@ -29,6 +28,7 @@ import {
   tapReplyId,
   walk,
 } from "./engine.js";
+import type { InboundMessageStored } from "./look.js";
 import { type RunnerLook, type RunnerLookRow, runnerLookColumns, toRunnerLook } from "./look.js";
 import { matchesKeyword, readKeywordTrigger } from "./rules.js";
 import { findActiveRun, lockRunSql, noRunWrites, type RunRow, withContactLock } from "./store.js";

@@ -1,11 +1,11 @@
 import { and, eq } from "drizzle-orm";
-import { isBsuid } from "../../contacts/identity.js";
 import type { DbOrTx } from "../../db/client.js";
 import { messagingConfigs } from "../../db/schema/index.js";
 import { insertPendingMessage } from "../../inbox/send.js";
-import { addJob } from "../../jobs/queue.js";
-import { customerQueue } from "../../messaging/webhook-payload.js";
-import { SEND_BOT_MESSAGE_TASK } from "../../sending/names.js";
+import { addJob } from "../../queue/add.js";
+import { customerQueue } from "../../queue/names.js";
+import { SEND_BOT_MESSAGE_TASK } from "../../queue/tasks.js";
+import { isBsuid } from "../../upstream/graph.js";
 import type { BuiltMessage } from "./outbound.js";
 import type { RunRow } from "./store.js";
 

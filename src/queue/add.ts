@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
+import type { TaskName, TaskPayload } from "./tasks.js";
 
 /**
  * Enqueueing background work. A job is a row in graphile-worker's tables on our
@@ -24,10 +25,11 @@ export interface JobOptions {
 /**
  * The call that adds a job, as an expression that can also stand inside a
  * bigger statement (the job then exists exactly when that statement's rows
- * do); `payload` is a SQL expression of type json.
+ * do); `payload` is a SQL expression of type json (of `task`'s payload type:
+ * see src/queue/tasks.ts).
  */
 export const addJobSql = (
-  task: string,
+  task: TaskName,
   payload: SQL,
   options: JobOptions = {},
 ) => sql`graphile_worker.add_job(
@@ -41,10 +43,10 @@ export const addJobSql = (
   )`;
 
 /** Adds a job on the given connection or transaction. */
-export async function addJob(
+export async function addJob<N extends TaskName>(
   db: DbOrTx,
-  task: string,
-  payload: Record<string, unknown>,
+  task: N,
+  payload: TaskPayload<N>,
   options: JobOptions = {},
 ): Promise<void> {
   await db.execute(sql`select ${addJobSql(task, sql`${JSON.stringify(payload)}::json`, options)}`);
@@ -53,7 +55,7 @@ export async function addJob(
 /** Adds jobs like addJob, but many requests' jobs share one insert and one commit. */
 export interface JobBatcher {
   /** Resolves once the job is committed (with the others of its batch); rejects if the batch failed. */
-  add(task: string, payload: Record<string, unknown>, options?: JobOptions): Promise<void>;
+  add<N extends TaskName>(task: N, payload: TaskPayload<N>, options?: JobOptions): Promise<void>;
 }
 
 /** PostgreSQL's deadlock_detected. */

@@ -1,48 +1,27 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
-import { isBsuid } from "../contacts/identity.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import {
-  type RunnerLook,
+  type InboundMessageStored,
   type RunnerLookRow,
   runnerLookColumns,
   toRunnerLook,
 } from "../flows/runner/look.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
-import { addJob } from "../jobs/queue.js";
-import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
-import { SETTLE_SEND_TASK } from "../sending/names.js";
-import { applyTemplateStatus } from "../templates/service.js";
-import { toUpstreamPhone } from "../upstream/graph.js";
-import { STATUS_PREDECESSORS } from "./message-status.js";
+import { STATUS_PREDECESSORS } from "../messaging/message-status.js";
 import type {
   InboundMessage,
   InboundReaction,
   StatusUpdate,
   TemplateStatusChange,
   WebhookChange,
-} from "./webhook-payload.js";
-
-/** A customer message as stored, for the flow runner. */
-export interface InboundMessageStored {
-  accountId: string;
-  contactId: string;
-  conversationId: string;
-  /** Internal message id (messages.id). */
-  messageId: string;
-  /** True when no other message of the customer came before it in the conversation. */
-  firstInbound: boolean;
-  /** The message's type and text, so the runner can tell cheaply whether a flow wants it. */
-  messageType: string;
-  text: string | null;
-  /** The number it was sent to, and the conversation's window start as storing it left it (when known). */
-  phoneNumberId?: string;
-  customerMessageAt?: Date | null;
-  /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
-  look?: RunnerLook;
-}
+} from "../messaging/webhook-payload.js";
+import { addJob } from "../queue/add.js";
+import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS, SETTLE_SEND_TASK } from "../queue/tasks.js";
+import { applyTemplateStatus } from "../templates/service.js";
+import { isBsuid, toUpstreamPhone } from "../upstream/graph.js";
 
 export interface StoredChange {
   /** No account has the change's phone number: nothing was stored. */
@@ -403,3 +382,5 @@ async function withDeadlockRetry<T>(run: () => Promise<T>): Promise<T> {
     }
   }
 }
+
+export type { InboundMessageStored };

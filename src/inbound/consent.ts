@@ -5,13 +5,13 @@
  * the account's `opt_out_reply` while the customer's 24-hour window is open.
  */
 import { eq } from "drizzle-orm";
+import { setOptedOut } from "../contacts/contacts.js";
 import { contacts } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { sendAgentText } from "../inbox/send.js";
 import { isWindowOpen } from "../inbox/window.js";
-import type { InboundMessageStored } from "../messaging/webhook-store.js";
 import { getSettings, matchesKeyword } from "../settings/settings.js";
-import { setOptedOut } from "./contacts.js";
+import type { InboundMessageStored } from "./webhook-store.js";
 
 /**
  * Applies a consent keyword; true when the message was one (the caller then
