@@ -8,6 +8,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyServerOptions,
 } from "fastify";
+import { z } from "zod";
 import { registerApiKeyRoutes } from "./auth/api-key-routes.js";
 import { createAuth } from "./auth/auth.js";
 import { registerIdentityRoutes } from "./auth/identity-routes.js";
@@ -32,7 +33,7 @@ import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
 import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
-import { docs, healthAnswer, withOperationId } from "./http/openapi.js";
+import { componentSchemas, docs, healthAnswer, withOperationId } from "./http/openapi.js";
 import { registerMediaRoutes } from "./inbox/media-routes.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
@@ -197,6 +198,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(swagger, {
     transform: withOperationId,
+    // The named response contracts, as the routes referred to them.
+    transformObject: (document) => {
+      const openapi = (document as { openapiObject: { components?: object } }).openapiObject;
+      return { ...openapi, components: { ...openapi.components, schemas: componentSchemas() } } as never;
+    },
     openapi: {
       openapi: "3.1.0",
       servers: [{ url: config.publicUrl, description: "This service (PUBLIC_URL)" }],
@@ -204,7 +210,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         title: "wa-inbox API",
         version: "0.1.0",
         description:
-          "Customer-messaging backend for WhatsApp: accounts, flows, channel configuration, inbox and reactions.",
+          "Customer-messaging backend for WhatsApp: accounts, flows, channel configuration, inbox and reactions. Every answer carries `X-Request-Id` (the id its log lines carry).",
       },
       components: {
         securitySchemes: {
@@ -332,7 +338,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       tags: ["health"],
       summary: "This OpenAPI document",
       public: true,
-      responses: { 200: "The OpenAPI 3.1 document" },
+      responses: {
+        200: {
+          description: "The OpenAPI 3.1 document",
+          body: z
+            .looseObject({
+              openapi: z.string(),
+              info: z.looseObject({}),
+              paths: z.record(z.string(), z.unknown()),
+            })
+            .meta({ id: "OpenApiDocument" }),
+        },
+      },
     }),
     async () => app.swagger(),
   );

@@ -72,7 +72,14 @@ const ROUTES: IdentityRoute[] = [
       "Opens a session: the token is answered in the body and in the `set-auth-token` header (send it as `Authorization: Bearer <token>`), and set as a cookie for browsers. Failed attempts are throttled without locking the email's owner out: per (email, client address) pair, SIGN_IN_RATE_LIMIT failures are free, then the pair backs off exponentially (429 with `Retry-After`); per client address over all emails, SIGN_IN_IP_RATE_LIMIT failures (then 429); per email over all clients, beyond SIGN_IN_EMAIL_RATE_LIMIT failures attempts are slowed, never refused.",
     body: signInBody,
     responses: {
-      200: { description: "Signed in", body: signInAnswer },
+      200: {
+        description: "Signed in",
+        body: signInAnswer,
+        headers: {
+          "set-auth-token": "The session's signed token, for `Authorization: Bearer <token>`",
+          "set-cookie": "The session cookie, for browsers",
+        },
+      },
       400: "Invalid email or missing password",
       401: "Wrong email or password",
       403: originRefused,
@@ -199,7 +206,12 @@ const ROUTES: IdentityRoute[] = [
     querystring: verifyEmailQuery,
     responses: {
       200: { description: "Verified (without callbackURL)", body: mailRequestAnswer },
-      302: "Verified, or not (see `error` in the Location), and sent on to callbackURL",
+      302: {
+        description: "Verified, or not (see `error` in the Location), and sent on to callbackURL",
+        headers: {
+          location: "callbackURL, with `?error=INVALID_TOKEN` or `TOKEN_EXPIRED` when the link is bad",
+        },
+      },
       401: "Invalid or expired token (without callbackURL)",
     },
     public: true,

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { invitationsAnswer } from "../contracts/account.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
@@ -168,7 +169,7 @@ export function registerTenancyRoutes(
       description:
         "Each `{ id, email, expires_at, created_at }`, newest first; the link's token is never shown again.",
       responses: {
-        200: "`{ invitations }`",
+        200: { description: "`{ invitations }`", body: invitationsAnswer },
         401: "Not signed in",
         403: `${noAccount}, the caller is a member, or an API key`,
       },

@@ -1,4 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { Automation as AutomationJson } from "../contracts/inbox.js";
 import type { DbOrTx } from "../db/client.js";
 import { type AutomationReason, conversations } from "../db/schema/index.js";
 import { getSettings } from "../settings/settings.js";
@@ -111,4 +113,8 @@ export async function isAutomationPaused(db: DbOrTx, conversationId: string, now
 }
 
 /** The automation as the API shows it. */
-export const toAutomationJson = (a: Automation) => ({ state: a.state, until: a.until, reason: a.reason });
+export const toAutomationJson = (a: Automation): z.infer<typeof AutomationJson> => ({
+  state: a.state,
+  until: a.until,
+  reason: a.reason,
+});

@@ -1,4 +1,6 @@
 import { eq } from "drizzle-orm";
+import type { z } from "zod";
+import type { BusinessHours as BusinessHoursJson } from "../contracts/account.js";
 import type { DbOrTx } from "../db/client.js";
 import { businessHours, type WeeklyHours } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -235,7 +237,10 @@ export async function putBusinessHours(db: DbOrTx, accountId: string, hours: Bus
 }
 
 /** The business hours as the API shows them; null when the account never set any (always open). */
-export const toBusinessHoursJson = (h: BusinessHours | null, now: Date) =>
+export const toBusinessHoursJson = (
+  h: BusinessHours | null,
+  now: Date,
+): z.infer<typeof BusinessHoursJson> | null =>
   h
     ? {
         timezone: h.timezone,

@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount, requireOwner } from "../auth/session.js";
+import { availabilityAnswer, businessHoursAnswer } from "../contracts/account.js";
 import { profiles } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
@@ -52,7 +53,10 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
       description:
         "`business_hours` is null until set (always open, no away message); `open_now` says whether the business is open at this moment.",
       responses: {
-        200: "`{ business_hours: { timezone, weekly, holidays, away_message, open_now } | null }`",
+        200: {
+          description: "`{ business_hours: { timezone, weekly, holidays, away_message, open_now } | null }`",
+          body: businessHoursAnswer,
+        },
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
@@ -72,7 +76,7 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
         "Replaces them. Used by the `business_hours` flow node, the trigger option `outside_business_hours_only`, and the away message.",
       body: businessHoursBody,
       responses: {
-        200: "`{ business_hours }`",
+        200: { description: "`{ business_hours }`", body: businessHoursAnswer },
         400: "Invalid JSON, an unknown timezone, a bad, reversed or overlapping range, a bad holiday or away message (the error names the field)",
         401: "Not signed in",
         403: "Not the account's owner",
@@ -95,7 +99,7 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
         "`online` members get auto-assigned conversations (up to the account's cap); `away` members get none. Coming online takes the oldest waiting conversations up to the cap.",
       body: meBody,
       responses: {
-        200: "`{ profile: { user_id, availability } }`",
+        200: { description: "`{ profile: { user_id, availability } }`", body: availabilityAnswer },
         400: "Invalid JSON, an unknown field or a bad availability",
         401: "Not signed in",
         403: "The caller's profile has no account",

@@ -1,4 +1,6 @@
 import { sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { Campaign } from "../contracts/campaigns.js";
 import type { DbOrTx } from "../db/client.js";
 import {
   campaignRecipients,
@@ -43,7 +45,7 @@ export function queuedCounts(total: number): CampaignCounts {
   return counts;
 }
 
-export function toCampaignJson(c: CampaignRow, counts: CampaignCounts) {
+export function toCampaignJson(c: CampaignRow, counts: CampaignCounts): z.infer<typeof Campaign> {
   return {
     id: c.id,
     name: c.name,
@@ -55,8 +57,8 @@ export function toCampaignJson(c: CampaignRow, counts: CampaignCounts) {
     started_at: iso(c.startedAt),
     completed_at: iso(c.completedAt),
     paused_reason: c.pausedReason,
-    created_at: iso(c.createdAt),
-    updated_at: iso(c.updatedAt),
+    created_at: new Date(c.createdAt).toISOString(),
+    updated_at: new Date(c.updatedAt).toISOString(),
     counts,
   };
 }

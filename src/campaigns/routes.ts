@@ -2,6 +2,16 @@ import { Readable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount, requireOwner } from "../auth/session.js";
+import {
+  campaignAnswer,
+  campaignPreview,
+  campaignsPage,
+  draftPreview,
+  recipientsPage,
+  retryAnswer,
+} from "../contracts/campaigns.js";
+import { okAnswer, phoneRule } from "../contracts/common.js";
+import { startedAnswer } from "../contracts/inbox.js";
 import { RECIPIENT_STATUSES } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
@@ -129,7 +139,7 @@ const draftPreviewBody = z
   })
   .strict();
 const testBody = z
-  .object({ phone: z.string({ error: "must be a phone number" }).trim().min(1).max(40) })
+  .object({ phone: z.string({ error: "must be a phone number" }).trim().min(1).max(40).meta(phoneRule) })
   .strict();
 const idParams = z.object({ id: z.string().describe("Campaign id (UUID)") });
 const recipientsQuery = z.object({
@@ -183,7 +193,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         "`template` must be synced and `APPROVED`, and `parameters` must give every placeholder of its header, body and URL buttons a value (positional `{{1}}` as an array in order, named as an object). `audience`: `tags_any`, `tags_none`, `attributes` (equality), `contact_ids`; all given must hold; `{}` is every contact. `scheduled_at` (future) makes `start` wait for it.",
       body: createBody,
       responses: {
-        201: "`{ campaign }` (status `draft`)",
+        201: { description: "`{ campaign }` (status `draft`)", body: campaignAnswer },
         400: "Invalid JSON or a bad field; unknown or unapproved template; a placeholder without a value or a value for none (the error names it); an unknown contact field; `scheduled_at` not in the future",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -209,7 +219,11 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       tags: TAGS,
       summary: "The account's campaigns, newest first, with live counts",
       querystring: pageQuery,
-      responses: { 200: "`{ campaigns, next_cursor }`", 400: "Bad limit or cursor", ...COMMON },
+      responses: {
+        200: { description: "`{ campaigns, next_cursor }`", body: campaignsPage },
+        400: "Bad limit or cursor",
+        ...COMMON,
+      },
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
@@ -225,7 +239,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       description:
         "`counts`: `total` and each recipient under its current status (`queued`, `sending`, `sent`, `delivered`, `read`, `replied`, `failed`, `skipped`, `deferred`, `unknown`).",
       params: idParams,
-      responses: { 200: "`{ campaign }`", ...COMMON },
+      responses: { 200: { description: "`{ campaign }`", body: campaignAnswer }, ...COMMON },
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
@@ -242,7 +256,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: patchBody,
       responses: {
-        200: "`{ campaign }`",
+        200: { description: "`{ campaign }`", body: campaignAnswer },
         400: "As on create, or nothing to change",
         ...COMMON,
         409: "The campaign is not a draft",
@@ -268,7 +282,11 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       tags: TAGS,
       summary: "Delete a draft",
       params: idParams,
-      responses: { 200: "`{ ok: true }`", ...COMMON, 409: "The campaign is not a draft" },
+      responses: {
+        200: { description: "`{ ok: true }`", body: okAnswer },
+        ...COMMON,
+        409: "The campaign is not a draft",
+      },
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
@@ -286,7 +304,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         "`recipients`: contacts it would send to; `excluded`: `opted_out`, `no_address` (no phone number), `duplicate` (a second contact with the same number). `samples`: three recipients' messages rendered (`missing` names a placeholder left empty, which skips that recipient).",
       params: idParams,
       responses: {
-        200: "`{ recipients, excluded, samples }`",
+        200: { description: "`{ recipients, excluded, samples }`", body: campaignPreview },
         400: "The template is no longer usable (named)",
         ...COMMON,
       },
@@ -306,7 +324,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         "For the wizard's live count: nothing is stored. `audience` as on create (required); `template` and `parameters` optional. Answers like `GET /api/campaigns/{id}/preview`, plus `template_problem`: when the template or its parameters are not usable yet (the text names what), `samples` is empty and the counts are still given; null otherwise.",
       body: draftPreviewBody,
       responses: {
-        200: "`{ recipients, excluded, samples, template_problem }`",
+        200: { description: "`{ recipients, excluded, samples, template_problem }`", body: draftPreview },
         400: "Invalid JSON or a bad audience field (named), an unknown contact id",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -328,7 +346,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: testBody,
       responses: {
-        200: "`{ conversation, message }`",
+        200: { description: "`{ conversation, message }`", body: startedAnswer },
         400: "Bad phone, template no longer usable, a value empty for this number, channel not configured",
         ...COMMON,
         502: "Meta refused the send (its message)",
@@ -350,6 +368,10 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
     conflict: string,
     run: (accountId: string, id: string) => Promise<unknown>,
     extra: Record<number, string> = {},
+    answer: { description: string; body: z.ZodType } = {
+      description: "`{ campaign }`",
+      body: campaignAnswer,
+    },
   ) =>
     app.post<Id>(
       `/api/campaigns/:id/${path}`,
@@ -358,7 +380,12 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         summary,
         description,
         params: idParams,
-        responses: { 200: "`{ campaign }`", ...OWNER, 409: conflict, ...extra },
+        responses: {
+          200: answer,
+          ...OWNER,
+          409: conflict,
+          ...extra,
+        },
       }),
       async (request) => {
         const accountId = requireOwner(await sessions.require(request));
@@ -403,6 +430,8 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
     "Throughput and temporary errors (130429, 131056, 80007, 4, 1, 2, 131000, 131016, 131049); a final refusal (131026 undeliverable, for example) is not retried. Answers `{ campaign, requeued }`.",
     "The campaign is a draft or cancelled",
     (accountId, id) => retryFailed(db, accountId, id),
+    {},
+    { description: "`{ campaign, requeued }`", body: retryAnswer },
   );
 
   app.get<Id>(
@@ -413,7 +442,11 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       querystring: recipientsQuery,
       responses: {
-        200: "`{ recipients: [{ contact_id, name, phone, status, message_id, error_code, error_title, skipped_reason, updated_at }], next_cursor }`",
+        200: {
+          description:
+            "`{ recipients: [{ contact_id, name, phone, status, message_id, error_code, error_title, skipped_reason, updated_at }], next_cursor }`",
+          body: recipientsPage,
+        },
         400: "Bad status, limit or cursor",
         ...COMMON,
       },
@@ -437,6 +470,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
         200: {
           description: `text/csv with a header row: ${CSV_COLUMNS.join(", ")}`,
           contentType: "text/csv",
+          headers: { "content-disposition": 'attachment; filename="campaign-<id>-recipients.csv"' },
         },
         400: "Bad status",
         ...COMMON,

@@ -1,5 +1,8 @@
 /** Canned responses: saved replies of an account, found by shortcut. */
+
 import { and, asc, eq } from "drizzle-orm";
+import type { z } from "zod";
+import type { CannedResponse } from "../contracts/account.js";
 import type { Db } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { cannedResponses } from "../db/schema/index.js";
@@ -8,7 +11,7 @@ import { isUuid } from "../http/ids.js";
 
 type CannedRow = typeof cannedResponses.$inferSelect;
 
-export const toCannedResponseJson = (row: CannedRow) => ({
+export const toCannedResponseJson = (row: CannedRow): z.infer<typeof CannedResponse> => ({
   id: row.id,
   shortcut: row.shortcut,
   text: row.text,

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { cannedAnswer, cannedListAnswer } from "../contracts/account.js";
+import { okAnswer } from "../contracts/common.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -36,7 +38,7 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
       tags: TAGS,
       summary: "The account's canned responses, by shortcut",
       responses: {
-        200: "`{ canned_responses }`",
+        200: { description: "`{ canned_responses }`", body: cannedListAnswer },
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
@@ -54,7 +56,7 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
       summary: "Save a canned response",
       body: createBody,
       responses: {
-        201: "`{ canned_response }`",
+        201: { description: "`{ canned_response }`", body: cannedAnswer },
         400: "Invalid JSON or a bad shortcut or text",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -78,7 +80,7 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
       params: idParams,
       body: updateBody,
       responses: {
-        200: "`{ canned_response }`",
+        200: { description: "`{ canned_response }`", body: cannedAnswer },
         400: "Invalid JSON, no field to change, or a bad shortcut or text",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -107,7 +109,7 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
       summary: "Delete a canned response",
       params: idParams,
       responses: {
-        200: "`{ ok: true }`",
+        200: { description: "`{ ok: true }`", body: okAnswer },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "No such canned response in the caller's account",

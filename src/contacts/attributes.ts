@@ -4,8 +4,10 @@
  * their canonical form (`12.5`, `2026-11-25`, `true`); keys without a
  * definition are free text.
  */
+
 import { and, asc, eq } from "drizzle-orm";
 import { z } from "zod";
+import type { ContactAttribute } from "../contracts/contacts.js";
 import type { DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { ATTRIBUTE_TYPES, type AttributeType, contactAttributeDefinitions } from "../db/schema/index.js";
@@ -44,7 +46,7 @@ export const definitionBody = z
       ctx.addIssue({ code: "custom", path: ["options"], message: "only a list attribute has options" });
   });
 
-const toJson = (d: typeof contactAttributeDefinitions.$inferSelect) => ({
+const toJson = (d: typeof contactAttributeDefinitions.$inferSelect): z.infer<typeof ContactAttribute> => ({
   key: d.key,
   label: d.label,
   type: d.type,

@@ -2,7 +2,10 @@
  * Contacts: the account's customers, with the tags, attributes and opt-out
  * that agents keep on them.
  */
+
 import { and, desc, eq, or, sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { ContactDetail } from "../contracts/contacts.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { contacts, conversations } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -27,7 +30,10 @@ export const toContactDetailJson = (c: ContactRow) => ({
   username: c.username,
 });
 
-const withConversation = (row: { contact: ContactRow; conversationId: string | null }) => ({
+const withConversation = (row: {
+  contact: ContactRow;
+  conversationId: string | null;
+}): z.infer<typeof ContactDetail> => ({
   ...toContactDetailJson(row.contact),
   conversation_id: row.conversationId,
 });

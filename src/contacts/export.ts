@@ -89,7 +89,11 @@ export function registerContactExportRoute(app: FastifyInstance, deps: AppDeps) 
         "Streams every contact matching the filters of GET /api/contacts (`q`, `tag`, `opted_out`, `attribute`, `value`), oldest first: id, phone, wa_id, name, username, bsuid, tags (separated by `;`), the consent fields (opted_out, opted_out_at, opted_in_at, opt_in_source), created_at, then one `attributes.<key>` column per attribute (defined ones first). Cells a spreadsheet would run as formulas are prefixed with `'`.",
       querystring: filterQuery,
       responses: {
-        200: { description: "The rows as CSV", contentType: "text/csv" },
+        200: {
+          description: "The rows as CSV",
+          contentType: "text/csv",
+          headers: { "content-disposition": 'attachment; filename="contacts-<date>.csv"' },
+        },
         400: "A bad filter (named)",
         401: "Not signed in",
         403: "The caller's profile has no account",

@@ -1,9 +1,11 @@
 /** The CSV import's routes: preview, start, progress and the errors CSV. */
+
 import { Readable } from "node:stream";
 import { and, asc, eq, gt } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { importAnswer, importPreview } from "../contracts/contacts.js";
 import { contactImportErrors } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -144,7 +146,10 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
         "Nothing is stored. The delimiter (`,` or `;`) is detected from the header; a UTF-8 BOM and CRLF line ends are fine; quoted fields may hold delimiters, quotes (doubled) and line breaks. `suggested_mapping` guesses phone, name and tags by their usual column names and maps every other column to `attributes.<key>`.",
       body: multipartDoc,
       responses: {
-        200: "`{ columns, rows (the first 10, as arrays), suggested_mapping, total_rows }`",
+        200: {
+          description: "`{ columns, rows (the first 10, as arrays), suggested_mapping, total_rows }`",
+          body: importPreview,
+        },
         400: "Not multipart, no file, not CSV (binary, not UTF-8, unbalanced quotes), no header",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -169,7 +174,7 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
         "Checks the file and the mapping, stores the file with the import and queues the job (one transaction), and answers at once. The job streams the file in batches: each row's phone is normalised (`default_country`, else the account's, for national numbers), attributes checked against their definitions, tags split on `,`, `;` or `|` and `add_tags` added. A number that exists (in the account, or earlier in the file) is updated (name, tags added, attributes merged) or skipped (`on_duplicate`). A bad row is left out and listed in errors.csv; the others go in. Progress: GET /api/contacts/imports/{id} and `contact_import.updated` events.",
       body: importDoc,
       responses: {
-        202: "`{ import }`",
+        202: { description: "`{ import }`", body: importAnswer },
         400: "Not multipart, no file, not CSV, no header, a bad mapping (names the field; a column the file lacks), a bad default_country, on_duplicate, add_tags or opt_in_source",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -223,7 +228,11 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
       summary: "An import's progress and counts",
       params: idParams,
       responses: {
-        200: "`{ import: { id, status: queued | running | completed | failed, total_rows, processed_rows, created, updated, skipped, errors, failure } }`",
+        200: {
+          description:
+            "`{ import: { id, status: queued | running | completed | failed, total_rows, processed_rows, created, updated, skipped, errors, failure } }`",
+          body: importAnswer,
+        },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "No such import in the caller's account",
@@ -247,7 +256,11 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
         "Columns `row` (the file's row number; the header is row 1), `value` (the offending cell) and `reason`.",
       params: idParams,
       responses: {
-        200: { description: "The rows as CSV", contentType: "text/csv" },
+        200: {
+          description: "The rows as CSV",
+          contentType: "text/csv",
+          headers: { "content-disposition": 'attachment; filename="import-<id>-errors.csv"' },
+        },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "No such import in the caller's account",

@@ -6,6 +6,7 @@
  * moves the import's counters, so a job run again after a crash goes on from
  * the last committed batch.
  */
+
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Worker } from "node:worker_threads";
@@ -14,6 +15,8 @@ import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { from as copyFrom } from "pg-copy-streams";
+import type { z } from "zod";
+import type { ContactImport } from "../contracts/contacts.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import * as schema from "../db/schema/index.js";
 import { contactImportErrors, contactImportFiles, contactImports } from "../db/schema/index.js";
@@ -34,7 +37,7 @@ const EVENT_EVERY_MS = 1_000;
 
 type ImportRow = typeof contactImports.$inferSelect;
 
-export const toImportJson = (i: ImportRow) => ({
+export const toImportJson = (i: ImportRow): z.infer<typeof ContactImport> => ({
   id: i.id,
   status: i.status,
   filename: i.filename,

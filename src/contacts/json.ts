@@ -1,9 +1,11 @@
+import type { z } from "zod";
+import type { Contact } from "../contracts/inbox.js";
 import type { contacts } from "../db/schema/index.js";
 
 type ContactRow = typeof contacts.$inferSelect;
 
 /** A contact as the API answers it (in a contact, and inside a conversation). */
-export const toContactJson = (c: ContactRow) => ({
+export const toContactJson = (c: ContactRow): z.infer<typeof Contact> => ({
   id: c.id,
   wa_id: c.waId,
   name: c.name,

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount, requireOwner } from "../auth/session.js";
+import { okAnswer } from "../contracts/common.js";
+import { attributeAnswer, attributesAnswer, contactAnswer, contactsPage } from "../contracts/contacts.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -38,7 +40,11 @@ const patchBody = z.object({
 });
 const optInSource = storableString({ trim: true, min: 1, max: 100 });
 const createBody = z.object({
-  phone: z.string({ error: "is required" }).max(40, "must be at most 40 characters"),
+  phone: z.string({ error: "is required" }).max(40, "must be at most 40 characters").meta({
+    pattern: "^[+0-9 ()./-]*$",
+    description:
+      "International (`+` and the country code), or national in the account's default_country; digits with spaces, `(`, `)`, `-`, `.`, `/`; stored as digits with the country code",
+  }),
   name: storableString({ trim: true, min: 1, max: 200 }).nullable().optional(),
   tags: tags.optional(),
   attributes: attributes.optional(),
@@ -59,7 +65,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
         "`q` finds a substring of the name, phone or username (at least 3 characters; indexed), `tag` contacts with that tag, `opted_out=true|false` by consent, `attribute` (and `value`) by an attribute. Each contact carries its `conversation_id` (null when none). Pages with `limit` and `cursor` (`next_cursor`).",
       querystring: listQuery,
       responses: {
-        200: "`{ contacts, next_cursor }`",
+        200: { description: "`{ contacts, next_cursor }`", body: contactsPage },
         400: "Bad q, tag, limit or cursor",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -79,7 +85,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       summary: "A contact, with its conversation id",
       params: idParams,
       responses: {
-        200: "`{ contact }`",
+        200: { description: "`{ contact }`", body: contactAnswer },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "No such contact in the caller's account",
@@ -103,7 +109,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: patchBody,
       responses: {
-        200: "`{ contact }`",
+        200: { description: "`{ contact }`", body: contactAnswer },
         400: "Invalid JSON, no field to change, or a bad field (named; an attribute of the wrong type names its key)",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -136,7 +142,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
         "`phone` is normalised to digits with the country code (libphonenumber); a national number is read in the account's `default_country` (GET /api/settings). `attributes` are checked against the attribute definitions. `opt_in_source` (how the customer consented: a form, a shop...) sets `opted_in_at`. The contact's WhatsApp id is its number until a send tells us Meta's.",
       body: createBody,
       responses: {
-        201: "`{ contact }`",
+        201: { description: "`{ contact }`", body: contactAnswer },
         400: "Invalid JSON, a phone that is not a valid number, or a bad field (named)",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -175,7 +181,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
         "Erasure on the customer's request: the contact, its conversation, messages, reactions, flow runs and their events, and the account events that carried them, are deleted in one transaction; a background job then deletes its stored media files (local or S3). Owners only.",
       params: idParams,
       responses: {
-        200: "`{ ok: true }`",
+        200: { description: "`{ ok: true }`", body: okAnswer },
         401: "Not signed in",
         403: "Not an owner of the account",
         404: "No such contact in the caller's account",
@@ -199,7 +205,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: mergeBody,
       responses: {
-        200: "`{ contact }`: the merged contact",
+        200: { description: "`{ contact }`: the merged contact", body: contactAnswer },
         400: "Invalid JSON, a bad from_contact_id, or the contact itself",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -230,7 +236,10 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       tags: TAGS,
       summary: "The account's contact attribute definitions",
       responses: {
-        200: "`{ attributes: [{ key, label, type, options, created_at }] }`",
+        200: {
+          description: "`{ attributes: [{ key, label, type, options, created_at }] }`",
+          body: attributesAnswer,
+        },
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
@@ -250,7 +259,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
         "`type`: text, number, date (YYYY-MM-DD), boolean or list (`options` required: the allowed values). Every contact write (PATCH, POST, import) is checked against the definitions; a key without a definition takes any text. Existing values are not rechecked.",
       body: definitionBody,
       responses: {
-        201: "`{ attribute }`",
+        201: { description: "`{ attribute }`", body: attributeAnswer },
         400: "Invalid JSON or a bad field (named)",
         401: "Not signed in",
         403: "Not an owner of the account",
@@ -272,7 +281,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       description: "Contacts keep their values of the key, as free text.",
       params: keyParams,
       responses: {
-        200: "`{ ok: true }`",
+        200: { description: "`{ ok: true }`", body: okAnswer },
         401: "Not signed in",
         403: "Not an owner of the account",
         404: "No such attribute definition",

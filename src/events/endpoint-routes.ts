@@ -1,6 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireOwner } from "../auth/session.js";
+import {
+  deliveriesPage,
+  deliveryAnswer,
+  endpointAnswer,
+  endpointCreated,
+  endpointsAnswer,
+} from "../contracts/account.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { notFound } from "../http/errors.js";
@@ -34,7 +41,10 @@ const events = z
 const url = z
   .string({ error: (issue) => (issue.input === undefined ? "is required" : "must be a string") })
   .min(1, "is required")
-  .describe("https URL on a public address");
+  .meta({
+    format: "uri",
+    description: "An absolute https URL on a public address (http too when WEBHOOK_ALLOW_PRIVATE is set)",
+  });
 const description = z
   .string({ error: "must be a string" })
   .max(500, "must be at most 500 characters")
@@ -90,7 +100,7 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
         "and resolve to public addresses only (unless WEBHOOK_ALLOW_PRIVATE=true). The secret is shown only here.",
       body: createBody,
       responses: {
-        201: "`{ endpoint, secret }`",
+        201: { description: "`{ endpoint, secret }`", body: endpointCreated },
         ...COMMON,
         400: "Invalid JSON, a bad url (not https, private address, unresolvable) or bad events",
         409: `The account already has ${MAX_ENDPOINTS_PER_ACCOUNT} endpoints`,
@@ -116,7 +126,10 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
     docs({
       tags: TAGS,
       summary: "The account's webhook endpoints, newest first",
-      responses: { 200: "`{ endpoints: [WebhookEndpoint] }` (never the secrets)", ...COMMON },
+      responses: {
+        200: { description: "`{ endpoints: [WebhookEndpoint] }` (never the secrets)", body: endpointsAnswer },
+        ...COMMON,
+      },
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));
@@ -130,7 +143,11 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
       tags: TAGS,
       summary: "One webhook endpoint",
       params: idParams,
-      responses: { 200: "`{ endpoint }`", ...COMMON, 404: "Not found" },
+      responses: {
+        200: { description: "`{ endpoint }`", body: endpointAnswer },
+        ...COMMON,
+        404: "Not found",
+      },
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));
@@ -147,7 +164,7 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
       params: idParams,
       body: patchBody,
       responses: {
-        200: "`{ endpoint }`",
+        200: { description: "`{ endpoint }`", body: endpointAnswer },
         ...COMMON,
         400: "Invalid JSON, a bad url or bad events",
         404: "Not found",
@@ -187,7 +204,7 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
       params: idParams,
       querystring: pageQuery,
       responses: {
-        200: "`{ deliveries: [Delivery], next_cursor }`",
+        200: { description: "`{ deliveries: [Delivery], next_cursor }`", body: deliveriesPage },
         ...COMMON,
         400: "Bad limit or cursor",
         404: "Not found",
@@ -210,7 +227,11 @@ export function registerWebhookEndpointRoutes(app: FastifyInstance, deps: AppDep
         "Works on disabled endpoints too. The attempt is logged with the deliveries; it is not retried and does " +
         "not count toward disabling the endpoint.",
       params: idParams,
-      responses: { 200: "`{ delivery }`", ...COMMON, 404: "Not found" },
+      responses: {
+        200: { description: "`{ delivery }`", body: deliveryAnswer },
+        ...COMMON,
+        404: "Not found",
+      },
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));

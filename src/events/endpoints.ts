@@ -1,4 +1,6 @@
 import { and, count, desc, eq, sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { WebhookDelivery, WebhookEndpoint } from "../contracts/account.js";
 import type { Db } from "../db/client.js";
 import { webhookDeliveries, webhookEndpoints } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
@@ -14,7 +16,7 @@ export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 /** Every event of an endpoint is one job per event: the cap bounds that fan-out per account. */
 export const MAX_ENDPOINTS_PER_ACCOUNT = 20;
 
-export const toEndpointJson = (e: EndpointRow) => ({
+export const toEndpointJson = (e: EndpointRow): z.infer<typeof WebhookEndpoint> => ({
   id: e.id,
   url: e.url,
   description: e.description,
@@ -26,7 +28,7 @@ export const toEndpointJson = (e: EndpointRow) => ({
   updated_at: e.updatedAt,
 });
 
-export const toDeliveryJson = (d: DeliveryRow) => ({
+export const toDeliveryJson = (d: DeliveryRow): z.infer<typeof WebhookDelivery> => ({
   id: d.id,
   endpoint_id: d.endpointId,
   event_id: d.eventId,

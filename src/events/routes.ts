@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { eventsPage } from "../contracts/account.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
@@ -52,7 +53,7 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
       description: `${ABOUT} Pass \`next_after\` back as \`after\` to read on.`,
       querystring: pageQuery,
       responses: {
-        200: "`{ events: [Event], next_after, has_more }`",
+        200: { description: "`{ events: [Event], next_after, has_more }`", body: eventsPage },
         400: "Bad limit, or `after` is not a kept event of the account",
         401: "Not signed in",
         403: "The caller's profile has no account",

@@ -1,6 +1,14 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount, type Sessions } from "../auth/session.js";
+import { okAnswer } from "../contracts/common.js";
+import {
+  activateAnswer,
+  flowAnswer,
+  flowsPage,
+  flowTemplatesAnswer,
+  flowWithNodes,
+} from "../contracts/flows.js";
 import type { Db } from "../db/client.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -144,7 +152,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
         cursor: z.string().optional(),
       }),
       responses: {
-        200: "`{ flows: [Flow], next_cursor }`",
+        200: { description: "`{ flows: [Flow], next_cursor }`", body: flowsPage },
         400: "Bad limit or cursor",
         401: "Not signed in",
       },
@@ -167,7 +175,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
         "With a truthy `template_slug` the template's description, trigger and nodes are copied (body trigger fields and description are ignored; name defaults to the template's). Otherwise `name` is required.",
       body: createBody,
       responses: {
-        201: "`{ flow }`",
+        201: { description: "`{ flow }`", body: flowAnswer },
         400: "Invalid JSON, name missing, unknown template_slug or a bad field",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -208,7 +216,10 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       tags: ["flows"],
       summary: "Built-in templates to clone with POST /api/flows { template_slug }",
       responses: {
-        200: "`{ templates: [{ slug, name, description, trigger_type, node_count }] }`",
+        200: {
+          description: "`{ templates: [{ slug, name, description, trigger_type, node_count }] }`",
+          body: flowTemplatesAnswer,
+        },
         401: "Not signed in",
       },
     }),
@@ -225,7 +236,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       summary: "A flow with its nodes (in the order they were written)",
       params: idParams,
       responses: {
-        200: "`{ flow, nodes }`",
+        200: { description: "`{ flow, nodes }`", body: flowWithNodes },
         401: "Not signed in",
         404: "No such flow in the caller's account",
       },
@@ -250,7 +261,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       params: idParams,
       body: updateBody,
       responses: {
-        200: "`{ flow, nodes }`",
+        200: { description: "`{ flow, nodes }`", body: flowWithNodes },
         400: "Invalid JSON, blank name or a bad field or node (named)",
         401: "Not signed in",
         404: "No such flow in the caller's account",
@@ -283,7 +294,11 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       tags: ["flows"],
       summary: "Delete a flow with its nodes, runs and run events",
       params: idParams,
-      responses: { 200: "`{ ok: true }`", 401: "Not signed in", 404: "No such flow in the caller's account" },
+      responses: {
+        200: { description: "`{ ok: true }`", body: okAnswer },
+        401: "Not signed in",
+        404: "No such flow in the caller's account",
+      },
     }),
     async (request) => {
       const caller = await sessions.require(request);
@@ -305,7 +320,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       params: idParams,
       body: activateBody,
       responses: {
-        200: "`{ flow, issues }`",
+        200: { description: "`{ flow, issues }`", body: activateAnswer },
         400: "Invalid JSON or an unknown status",
         401: "Not signed in",
         404: "No such flow in the caller's account",

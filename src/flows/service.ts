@@ -1,5 +1,7 @@
 import { and, asc, desc, eq, getTableColumns, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
+import type { z } from "zod";
+import type { Flow, Node } from "../contracts/flows.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { flowNodes, flows } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
@@ -26,7 +28,7 @@ const flowFields = {
 type NodeRow = typeof flowNodes.$inferSelect;
 
 /** The one place flow rows become API objects (snake_case on the wire). */
-export function toFlowJson(row: FlowRow) {
+export function toFlowJson(row: FlowRow): z.infer<typeof Flow> {
   return {
     id: row.id,
     account_id: row.accountId,
@@ -44,7 +46,7 @@ export function toFlowJson(row: FlowRow) {
   };
 }
 
-export function toNodeJson(row: NodeRow) {
+export function toNodeJson(row: NodeRow): z.infer<typeof Node> {
   return {
     id: row.id,
     flow_id: row.flowId,

@@ -1,6 +1,7 @@
 import type { SwaggerTransform } from "@fastify/swagger";
 import type { FastifySchema, RouteShorthandOptions } from "fastify";
 import { z } from "zod";
+import { timestamp } from "../contracts/common.js";
 
 /** One documented answer: a description, and the body's schema unless it is the `{ error }` shape. */
 export type ResponseDoc =
@@ -30,8 +31,43 @@ interface RouteDoc {
   public?: boolean;
 }
 
-const jsonSchema = (schema: z.ZodType, io: "input" | "output" = "input") =>
-  z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
+/** Schemas named with `.meta({ id })` (the resource contracts): filled as routes are documented. */
+const namedSchemas: Record<string, unknown> = {};
+
+/** `#/$defs/X` (zod's place for named schemas) becomes `#/components/schemas/X`. */
+function toComponentRefs(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toComponentRefs);
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "$ref" && typeof value === "string") {
+      out[key] = value.replace(/^#\/\$defs\//, "#/components/schemas/");
+    } else out[key] = toComponentRefs(value);
+  }
+  return out;
+}
+
+const jsonSchema = (schema: z.ZodType, io: "input" | "output" = "input") => {
+  const converted = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: "any",
+    override: (ctx) => {
+      if ((ctx.zodSchema as unknown) === timestamp) {
+        ctx.jsonSchema.type = "string";
+        ctx.jsonSchema.format = "date-time";
+      }
+    },
+  }) as Record<string, unknown>;
+  const { $schema: _, $defs, ...rest } = converted;
+  for (const [name, def] of Object.entries(($defs ?? {}) as Record<string, unknown>)) {
+    namedSchemas[name] = toComponentRefs(def);
+  }
+  return toComponentRefs(rest) as Record<string, unknown>;
+};
+
+/** The document's `components.schemas`: every named resource schema a route refers to. */
+export const componentSchemas = () =>
+  Object.fromEntries(Object.entries(namedSchemas).sort(([a], [b]) => a.localeCompare(b)));
 
 /** Every error answer: `{ error }`, sometimes with more fields beside it (a code, a retry delay). */
 export const errorBody = z
@@ -61,7 +97,11 @@ function responseSchema(status: number, doc: ResponseDoc): Record<string, unknow
   // 204 and 304 carry no body at all.
   if (status === 204 || status === 304) return { description, type: "null", ...head };
   if (contentType) {
-    return { description, content: { [contentType]: { schema: { type: "string" } } }, ...head };
+    // A file of any type is bytes; text answers (CSV, an event stream) are strings.
+    const schema = contentType.startsWith("text/")
+      ? { type: "string" }
+      : { type: "string", format: "binary" };
+    return { description, content: { [contentType]: { schema } }, ...head };
   }
   if (body) return { description, ...jsonSchema(body, "output"), ...head };
   if (status >= 400) return { description, ...jsonSchema(errorBody, "output"), ...head };
@@ -102,6 +142,10 @@ export const withOperationId: SwaggerTransform = ({ schema, url, route }) => {
 export function docs(doc: RouteDoc): RouteShorthandOptions {
   const responses: Record<number, ResponseDoc> = { ...doc.responses };
   if (!doc.public && !responses[401]) responses[401] = "Not signed in (no valid session or API key)";
+  // Any body may be larger than BODY_LIMIT (files: than the upload limits), and any route may fail.
+  if ((doc.body || doc.bodyContentType) && !responses[413])
+    responses[413] = "The body is larger than allowed";
+  if (!responses[500]) responses[500] = "Unexpected failure (logged with the request id)";
   const response: Record<string, Record<string, unknown>> = {};
   for (const [status, answer] of Object.entries(responses)) {
     response[status] = responseSchema(Number(status), answer);

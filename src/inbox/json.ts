@@ -1,5 +1,7 @@
+import type { z } from "zod";
 import { automationAt, toAutomationJson } from "../bots/automation.js";
 import { toContactJson } from "../contacts/json.js";
+import type { Conversation, Message } from "../contracts/inbox.js";
 import type { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import { windowExpiresAt } from "./window.js";
 
@@ -25,7 +27,7 @@ export const toReactionJson = (r: ReactionRow): ReactionJson => ({
  * loaded them (the conversation's message list does; a conversation's last
  * message does not).
  */
-export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]) {
+export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]): z.infer<typeof Message> {
   return {
     id: m.id,
     conversation_id: m.conversationId,
@@ -53,7 +55,7 @@ export const toConversationJson = (
   contact: ContactRow,
   last: MessageRow | null,
   now = new Date(),
-) => ({
+): z.infer<typeof Conversation> => ({
   id: c.id,
   status: c.status,
   assigned_to: c.assignedTo,

@@ -3,6 +3,7 @@ import { and, eq } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { messageAnswer } from "../contracts/inbox.js";
 import { messages } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -61,7 +62,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
       body: uploadDoc,
       bodyContentType: "multipart/form-data",
       responses: {
-        201: "`{ message }`, status `sent`",
+        201: { description: "`{ message }`, status `sent`", body: messageAnswer },
         400: "Not multipart, no file, a second file, a bad filename or caption, channel not configured, or the contact has no phone",
         404: "Not found",
         413: "The file is over WhatsApp's limit for its kind",
@@ -121,7 +122,16 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
         "The bytes with their stored Content-Type and Content-Length; documents come as an attachment with a safe filename. Members of the message's account only.",
       params: idParams,
       responses: {
-        200: { description: "The file, with its own Content-Type", contentType: "*/*" },
+        200: {
+          description: "The file, with its own Content-Type",
+          contentType: "*/*",
+          headers: {
+            "content-disposition":
+              "`attachment` for documents and unsafe types, else `inline`, with the file name",
+            "cache-control": "private, max-age=3600",
+          },
+        },
+        403: "The caller's profile has no account",
         404: "No such message in the caller's account, or its file is not stored (yet)",
       },
     }),

@@ -5,6 +5,15 @@ import { autoAssign } from "../bots/assign.js";
 import { optedOutError } from "../contacts/contacts.js";
 import { tag } from "../contacts/fields.js";
 import { searchQuery } from "../contacts/search.js";
+import { phoneRule } from "../contracts/common.js";
+import {
+  conversationAnswer,
+  conversationCounts,
+  conversationsPage,
+  messageAnswer,
+  messagesPage,
+  startedAnswer,
+} from "../contracts/inbox.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -86,7 +95,12 @@ const patchBody = z.object({
 });
 const templateSendBody = z.object({ template: templateRequestSchema });
 const startBody = z.object({
-  phone: z.string({ error: "phone must be a string" }).trim().min(1, "phone is required").max(40),
+  phone: z
+    .string({ error: "phone must be a string" })
+    .trim()
+    .min(1, "phone is required")
+    .max(40)
+    .meta(phoneRule),
   name: z.string().trim().min(1).max(200).optional(),
   template: templateRequestSchema,
 });
@@ -111,7 +125,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         "Each with its contact and last message. Filters: `status`, `assigned_to` (`me`, `none` or a user id), `tag` (a contact tag), `q` (contact name or phone, or message text). Pages with `limit` and `cursor` (`next_cursor`).",
       querystring: listQuery,
       responses: {
-        200: "`{ conversations, next_cursor }`",
+        200: { description: "`{ conversations, next_cursor }`", body: conversationsPage },
         400: "Bad filter, limit or cursor",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -142,7 +156,10 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       description:
         "`mine`, `unassigned` and `unread` (with customer messages not yet read) count conversations that are not closed.",
       responses: {
-        200: "`{ open, pending, closed, mine, unassigned, unread }`",
+        200: {
+          description: "`{ open, pending, closed, mine, unassigned, unread }`",
+          body: conversationCounts,
+        },
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
@@ -162,7 +179,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       description: "The same shape as an item of the list: what a thread header shows.",
       params: idParams,
       responses: {
-        200: "`{ conversation }`",
+        200: { description: "`{ conversation }`", body: conversationAnswer },
         401: "Not signed in",
         403: "The caller's profile has no account",
         404: "Not found",
@@ -186,7 +203,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: patchBody,
       responses: {
-        200: "`{ conversation }`",
+        200: { description: "`{ conversation }`", body: conversationAnswer },
         400: "Invalid JSON, no field to change, a bad status or automation, or an assignee who is not a member",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -229,7 +246,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       querystring: messagesQuery,
       responses: {
-        200: "`{ messages, next_cursor }`",
+        200: { description: "`{ messages, next_cursor }`", body: messagesPage },
         400: "Bad limit or cursor",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -254,7 +271,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: z.union([sendBody, templateSendBody]),
       responses: {
-        201: "`{ message }`, status `sent`",
+        201: { description: "`{ message }`, status `sent`", body: messageAnswer },
         400: "Bad text or template (unknown, not approved, wrong parameters), channel not configured, or the contact has no phone",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -300,7 +317,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       body: noteBody,
       responses: {
-        201: "`{ message }`",
+        201: { description: "`{ message }`", body: messageAnswer },
         400: "Invalid JSON or a bad text",
         401: "Not signed in",
         403: "The caller's profile has no account",
@@ -331,7 +348,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         "Finds or creates the contact (by the phone's digits) and its conversation, then sends the template. Only templates can start a conversation: WhatsApp refuses free-form messages to customers who have not written in the last 24 hours.",
       body: startBody,
       responses: {
-        201: "`{ conversation, message }`",
+        201: { description: "`{ conversation, message }`", body: startedAnswer },
         400: "Bad phone, `text` given, bad template (unknown, not approved, wrong parameters), or channel not configured",
         502: "The upstream platform refused or did not answer: `{ error, message }`",
       },
@@ -358,7 +375,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         "When customer messages are unread, tells WhatsApp the latest one was read (the customer sees blue ticks), then sets `unread_count` to 0.",
       params: idParams,
       responses: {
-        200: "`{ conversation }`",
+        200: { description: "`{ conversation }`", body: conversationAnswer },
         400: "Channel not configured",
         404: "Not found",
         502: "The upstream platform refused or did not answer; nothing changed",

@@ -3,9 +3,12 @@
  * (spec "Messaging channel configuration"). Handlers follow the spec's
  * numbered checks top to bottom.
  */
+
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { configHealth, configSaved } from "../contracts/account.js";
+import { successAnswer, UPSTREAM_ID_PATTERN } from "../contracts/common.js";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
@@ -28,9 +31,16 @@ const META_ERROR_PREFIX = "Meta API error: ";
 const VERIFY_FAILED_PREFIX = "Failed to verify credentials with Meta: ";
 
 const configBody = z.object({
-  phone_number_id: z.string().min(1).describe("The business phone number id from Meta's WhatsApp Manager"),
+  phone_number_id: z
+    .string()
+    .regex(new RegExp(UPSTREAM_ID_PATTERN))
+    .describe("The business phone number id from Meta's WhatsApp Manager (letters, digits, `.`, `_`, `-`)"),
   access_token: z.string().min(1).describe("A permanent System User access token; stored encrypted"),
-  business_account_id: z.string().optional().describe("WhatsApp Business Account id; subscribed to the app"),
+  business_account_id: z
+    .string()
+    .regex(new RegExp(UPSTREAM_ID_PATTERN))
+    .optional()
+    .describe("WhatsApp Business Account id; subscribed to the app"),
   verify_token: z.string().optional().describe("Webhook verify token; stored encrypted"),
   pin: z
     .string()
@@ -69,7 +79,7 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
       description:
         "Answers 200 for every outcome but authentication failure: `{connected:true, phone_info, config}` or `{connected:false, reason, message}` with reason no_account, db_error, no_config, token_corrupted (with needs_reset: true) or meta_api_error.",
       responses: {
-        200: "Health outcome",
+        200: { description: "Health outcome", body: configHealth },
         401: "Not authenticated",
         500: "Unexpected error (reason unknown)",
       },
@@ -142,7 +152,11 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
         "Verifies the credentials upstream, registers the number when needed (with the PIN), subscribes the business account, and stores the tokens encrypted.",
       body: configBody,
       responses: {
-        200: "Saved: `{success, saved, registered, registration_skipped, phone_info}`, or `{success:false, saved:true, registered:false, registration_error, phone_info}` when registration failed",
+        200: {
+          description:
+            "Saved: `{success, saved, registered, registration_skipped, phone_info}`, or `{success:false, saved:true, registered:false, registration_error, phone_info}` when registration failed",
+          body: configSaved,
+        },
         400: "Missing field, bad PIN, or upstream verification failed",
         401: "Not authenticated",
         403: "Profile not linked to an account",
@@ -297,7 +311,7 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
       summary: "Remove the account's messaging channel configuration",
       description: "Also how an account recovers from a token that can no longer be decrypted.",
       responses: {
-        200: "`{success:true}`",
+        200: { description: "`{success:true}`", body: successAnswer },
         401: "Not authenticated",
         403: "Profile not linked to an account",
         500: "Storage error",

@@ -2,7 +2,10 @@
  * The account's messaging channel configuration: reading, storing and
  * removing the one row per account. Tokens arrive here already encrypted.
  */
+
 import { and, eq, ne, or } from "drizzle-orm";
+import type { z } from "zod";
+import type { MessagingConfig } from "../contracts/account.js";
 import type { DbOrTx } from "../db/client.js";
 import { messagingConfigs } from "../db/schema/index.js";
 
@@ -95,7 +98,7 @@ export async function deleteMessagingConfig(db: DbOrTx, accountId: string): Prom
 }
 
 /** The non-secret fields, for the health check answer. */
-export function toConfigJson(row: MessagingConfigRow) {
+export function toConfigJson(row: MessagingConfigRow): z.infer<typeof MessagingConfig> {
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
   return {
     status: row.status,

@@ -2,6 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { successAnswer } from "../contracts/common.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
@@ -43,7 +44,7 @@ export function registerReactionRoutes(app: FastifyInstance, deps: AppDeps) {
         'a new emoji replaces the previous one, "" removes it). Rate-limited per user (REACT_RATE_LIMIT).',
       body: reactionBody,
       responses: {
-        200: "`{ success: true }`",
+        200: { description: "`{ success: true }`", body: successAnswer },
         400: "message_id missing, emoji not one emoji, message not sent upstream, contact without phone, or channel not configured",
         401: "Not authenticated",
         403: "Profile not linked to an account",

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { isSupportedCountry } from "libphonenumber-js";
 import { z } from "zod";
 import { requireAccount, requireOwner } from "../auth/session.js";
+import { settingsAnswer } from "../contracts/account.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
@@ -81,7 +82,7 @@ export function registerSettingsRoutes(app: FastifyInstance, deps: AppDeps) {
       tags: TAGS,
       summary: "The account's settings (defaults where none was saved)",
       responses: {
-        200: "`{ settings }`",
+        200: { description: "`{ settings }`", body: settingsAnswer },
         401: "Not signed in",
         403: "The caller's profile has no account",
       },
@@ -99,7 +100,7 @@ export function registerSettingsRoutes(app: FastifyInstance, deps: AppDeps) {
       summary: "Change some of the account's settings (owner only)",
       body: patchBody,
       responses: {
-        200: "`{ settings }`, all of them after the change",
+        200: { description: "`{ settings }`, all of them after the change", body: settingsAnswer },
         400: "Invalid JSON, an unknown field, no field, or a bad value (the error names the field)",
         401: "Not signed in",
         403: "Not the account's owner",

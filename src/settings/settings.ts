@@ -1,4 +1,6 @@
 import { eq, sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { Settings } from "../contracts/account.js";
 import type { DbOrTx } from "../db/client.js";
 import { accountSettings } from "../db/schema/index.js";
 
@@ -102,7 +104,7 @@ export const matchesKeyword = (text: string, keywords: readonly string[]) => {
 };
 
 /** The settings as the API shows them. */
-export const toSettingsJson = (s: AccountSettings) => ({
+export const toSettingsJson = (s: AccountSettings): z.infer<typeof Settings> => ({
   default_country: s.defaultCountry,
   opt_out_keywords: s.optOutKeywords,
   opt_in_keywords: s.optInKeywords,

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
+import { syncAnswer, templatesAnswer } from "../contracts/account.js";
 import type { AppDeps } from "../deps.js";
 import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
@@ -28,7 +29,7 @@ export function registerTemplateRoutes(app: FastifyInstance, deps: AppDeps) {
       description:
         "Reads every template from Meta (all pages), then replaces the stored list in one transaction: new ones are added, changed ones updated, those gone upstream removed. A failure part-way changes nothing.",
       responses: {
-        200: "`{ templates, synced }`",
+        200: { description: "`{ templates, synced }`", body: syncAnswer },
         400: "Channel not configured, or it has no business_account_id",
         403: "Profile not linked to an account",
         502: "Meta refused or did not answer (its message); the stored list is unchanged",
@@ -48,7 +49,11 @@ export function registerTemplateRoutes(app: FastifyInstance, deps: AppDeps) {
       description:
         "`status` filters by Meta's status (APPROVED, PENDING, REJECTED...); `q` by part of the name.",
       querystring: listQuery,
-      responses: { 200: "`{ templates }`", 400: "Bad status or q", 403: "Profile not linked to an account" },
+      responses: {
+        200: { description: "`{ templates }`", body: templatesAnswer },
+        400: "Bad status or q",
+        403: "Profile not linked to an account",
+      },
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));

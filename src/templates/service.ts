@@ -1,4 +1,6 @@
 import { and, asc, eq, ilike, sql } from "drizzle-orm";
+import type { z } from "zod";
+import type { Template } from "../contracts/account.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { messageTemplates } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
@@ -16,7 +18,7 @@ import {
 
 export type TemplateRow = typeof messageTemplates.$inferSelect;
 
-export const toTemplateJson = (t: TemplateRow) => ({
+export const toTemplateJson = (t: TemplateRow): z.infer<typeof Template> => ({
   id: t.id,
   upstream_id: t.upstreamId,
   name: t.name,

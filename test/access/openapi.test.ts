@@ -18,7 +18,7 @@ interface Operation {
 type Document = {
   servers?: Array<{ url: string }>;
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, unknown> };
+  components: { securitySchemes: Record<string, unknown>; schemas?: Record<string, unknown> };
   security: unknown[];
 };
 
@@ -45,6 +45,13 @@ const BODYLESS = new Set([
 
 /** Routes whose body is multipart/form-data (files). */
 const MULTIPART = new Set(["post /api/conversations/{id}/media"]);
+
+type JsonSchema = { type?: string; properties?: object; items?: JsonSchema; anyOf?: JsonSchema[] };
+/** An object whose fields are not described (an array's items and each variant are looked into). */
+const isOpen = (schema: JsonSchema): boolean =>
+  (schema.type === "object" && !schema.properties) ||
+  (schema.items !== undefined && isOpen(schema.items)) ||
+  (schema.anyOf ?? []).some(isOpen);
 
 let t: TestApp;
 let doc: Document;
@@ -162,6 +169,70 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(answer("/api/messaging/react", "post", "429")?.headers ?? {})).toContain(
       "retry-after",
     );
+    expect(answer("/api/messages/{id}/media", "get", "200")?.content?.["*/*"]?.schema).toEqual({
+      type: "string",
+      format: "binary",
+    });
+    expect(Object.keys(answer("/api/messages/{id}/media", "get", "200")?.headers ?? {})).toContain(
+      "content-disposition",
+    );
+    expect(Object.keys(answer("/api/auth/sign-in/email", "post", "200")?.headers ?? {})).toContain(
+      "set-auth-token",
+    );
+    expect(Object.keys(answer("/api/auth/verify-email", "get", "302")?.headers ?? {})).toContain("location");
+  });
+
+  it("states the rules the handlers enforce: phone digits, phone_number_id characters, absolute webhook URLs", () => {
+    type Props = Record<string, { pattern?: string; format?: string }>;
+    const bodyOf = (path: string, method: string) =>
+      (
+        (doc.paths[path]?.[method]?.requestBody?.content?.["application/json"]?.schema ?? {}) as {
+          properties?: Props;
+        }
+      ).properties ?? {};
+    const digits = new RegExp(bodyOf("/api/conversations", "post").phone?.pattern ?? "^$");
+    expect(digits.test("+49 (170) 123-4567")).toBe(true);
+    expect(digits.test("12345")).toBe(false);
+    expect(digits.test("1234567890123456")).toBe(false);
+    expect(bodyOf("/api/campaigns/{id}/test", "post").phone?.pattern).toBe(digits.source);
+    const id = new RegExp(bodyOf("/api/messaging/config", "post").phone_number_id?.pattern ?? "^$");
+    expect(id.test("106540352242922")).toBe(true);
+    expect(id.test("1065/../me")).toBe(false);
+    expect(bodyOf("/api/webhook-endpoints", "post").url?.format).toBe("uri");
+    expect(bodyOf("/api/webhook-endpoints/{id}", "patch").url?.format).toBe("uri");
+  });
+
+  it("names each resource's schema in components, and describes no 2xx JSON body as an open object", () => {
+    for (const name of [
+      "Flow",
+      "Node",
+      "Conversation",
+      "Message",
+      "Contact",
+      "ContactDetail",
+      "Campaign",
+      "Template",
+      "Settings",
+      "WebhookEndpoint",
+      "WebhookDelivery",
+      "Event",
+      "FlowRun",
+      "CannedResponse",
+      "BusinessHours",
+      "MessagingConfig",
+    ]) {
+      expect(doc.components.schemas?.[name], name).toMatchObject({ type: "object" });
+    }
+    const open: string[] = [];
+    for (const { key, operation } of operations()) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const schema = response.content?.["application/json"]?.schema as JsonSchema | undefined;
+        if (status.startsWith("2") && schema && isOpen(schema)) open.push(`${key} ${status}`);
+      }
+    }
+    expect(open).toEqual([]);
+    const flow = doc.paths["/api/flows/{id}"]?.get?.responses?.["200"]?.content?.["application/json"]?.schema;
+    expect(flow).toMatchObject({ properties: { flow: { $ref: "#/components/schemas/Flow" } } });
   });
 
   it("documents the status codes the access routes answer with", () => {
@@ -175,7 +246,7 @@ describe("the OpenAPI document", () => {
     expect(statuses("/api/api-keys/{id}", "delete")).toEqual(
       expect.arrayContaining(["200", "401", "403", "404"]),
     );
-    expect(statuses("/readyz", "get")).toEqual(["200", "503"]);
+    expect(statuses("/readyz", "get")).toEqual(["200", "500", "503"]);
   });
 
   it("declares session (bearer, cookie) and API key security, and 401 on every protected operation", () => {

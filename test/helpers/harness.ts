@@ -11,6 +11,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { connectDatabase, type Database } from "../../src/db/client.js";
 import { loggerOptions } from "../../src/logging.js";
 import { withClient, withDatabase } from "./global-setup.js";
+import { validateInjectedResponses } from "./openapi-validator.js";
 
 /** A fresh database cloned from the migrated template: one per test file (or per call). */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -82,6 +83,8 @@ export async function createTestApp(
     consoleDir?: string;
     /** Run background jobs (default true; the minute-by-minute cron stays off in tests). */
     workers?: boolean;
+    /** Check every injected answer against the OpenAPI document (default true). */
+    openApiCheck?: boolean;
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -120,6 +123,8 @@ export async function createTestApp(
     cron: false,
   });
   await app.ready();
+  // Every answer a test sees through app.inject is checked against the OpenAPI document.
+  if (options.openApiCheck !== false) validateInjectedResponses(app);
   return {
     app,
     database,

@@ -3,8 +3,12 @@
  * Flow node configs are the service's own types.
  */
 import type { NodeConfigs, NodeType } from "../../../src/flows/node-types/index.js";
+import type { components } from "./api-types.gen.js";
 
 export type { NodeConfigs, NodeType };
+
+/** The document's named schemas (generated: npm run gen:api-types). */
+type Schemas = components["schemas"];
 
 export interface User {
   id: string;
@@ -38,11 +42,7 @@ export interface Contact {
   conversation_id?: string | null;
 }
 
-export interface Reaction {
-  actor_type: "agent" | "customer";
-  actor_id: string;
-  emoji: string;
-}
+export type Reaction = Schemas["Reaction"];
 
 export interface MediaInfo {
   id?: string;
@@ -130,12 +130,7 @@ export interface FlowTemplate {
   trigger_type?: TriggerType;
 }
 
-export interface Issue {
-  severity: "error" | "warning";
-  code: string;
-  message: string;
-  node_key?: string;
-}
+export type Issue = Schemas["ValidationIssue"];
 
 export interface Run {
   id: string;
@@ -204,18 +199,7 @@ export interface ApiKey {
   last_used_at: string | null;
 }
 
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  enabled: boolean;
-  /** Why the service turned the endpoint off (after days of failures), when it did. */
-  disabled_reason: string | null;
-  failing_since: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type WebhookEndpoint = Schemas["WebhookEndpoint"];
 
 export interface WebhookDelivery {
   id: string;

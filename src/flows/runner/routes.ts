@@ -2,6 +2,13 @@ import { and, asc, desc, eq, sql } from "drizzle-orm";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../../auth/session.js";
+import {
+  type FlowRun,
+  type FlowRunEvent,
+  runAnswer,
+  runsPage,
+  runWithEvents,
+} from "../../contracts/flows.js";
 import type { Db } from "../../db/client.js";
 import { contacts, flowRunEvents, flowRuns } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
@@ -16,7 +23,7 @@ import { startManualRun } from "./dispatch.js";
 import type { RunEventRow, RunRow } from "./store.js";
 
 /** The one place run rows become API objects. */
-export const toRunJson = (r: RunRow) => ({
+export const toRunJson = (r: RunRow): z.infer<typeof FlowRun> => ({
   id: r.id,
   flow_id: r.flowId,
   account_id: r.accountId,
@@ -32,7 +39,7 @@ export const toRunJson = (r: RunRow) => ({
   ended_at: r.endedAt,
 });
 
-export const toRunEventJson = (e: RunEventRow) => ({
+export const toRunEventJson = (e: RunEventRow): z.infer<typeof FlowRunEvent> => ({
   id: String(e.id),
   run_id: e.runId,
   event_type: e.eventType,
@@ -80,7 +87,7 @@ export function registerRunRoutes(
       params: flowParams,
       querystring: pageQuery,
       responses: {
-        200: "`{ runs: [Run], next_cursor }`",
+        200: { description: "`{ runs: [Run], next_cursor }`", body: runsPage },
         400: "Bad limit or cursor",
         401: "Not signed in",
         404: "Not found",
@@ -102,7 +109,11 @@ export function registerRunRoutes(
       tags: TAGS,
       summary: "One run with its events in the order they happened",
       params: runParams,
-      responses: { 200: "`{ run: Run, events: [RunEvent] }`", 401: "Not signed in", 404: "Not found" },
+      responses: {
+        200: { description: "`{ run: Run, events: [RunEvent] }`", body: runWithEvents },
+        401: "Not signed in",
+        404: "Not found",
+      },
     }),
     async (request) => {
       const caller = await sessions.require(request);
@@ -133,7 +144,7 @@ export function registerRunRoutes(
       params: flowParams,
       body: startBody,
       responses: {
-        201: "`{ run: Run }`",
+        201: { description: "`{ run: Run }`", body: runAnswer },
         400: "Invalid JSON or contact_id missing",
         401: "Not signed in",
         403: "The caller's profile has no account",
