@@ -5,7 +5,7 @@ import { api, errorText } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
 import { Badge, FormError, PageHeader, Spinner } from "../../lib/ui";
-import { type Recipient, useCampaign } from "./campaigns-api";
+import { type Recipient, useCampaign } from "./api";
 import { Progress, STATUS_TONE } from "./campaigns-page";
 
 const COUNTS = [

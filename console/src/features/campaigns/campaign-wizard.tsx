@@ -4,8 +4,8 @@ import { useLocation, useSearch } from "wouter";
 import { api, errorText } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, PageHeader, Spinner } from "../../lib/ui";
-import { useTemplates } from "../inbox/inbox-api";
-import type { Campaign, Preview } from "./campaigns-api";
+import { useTemplates } from "../inbox/api";
+import type { Campaign, Preview } from "./api";
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g;
 const FIELDS = ["{{contact.name|there}}", "{{contact.phone}}", "{{contact.attributes.KEY|fallback}}"];

@@ -4,7 +4,7 @@ import { Link, useLocation, useParams } from "wouter";
 import { api, errorText, listOf } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { FormError, PageHeader, Spinner } from "../../lib/ui";
-import { type AttributeDefinition, type ContactDetail, contactAddress, contactName } from "./contacts-api";
+import { type AttributeDefinition, type ContactDetail, contactAddress, contactName } from "./api";
 
 /** An attribute's value as its type reads best. */
 function shownValue(value: string, definition: AttributeDefinition | undefined) {

@@ -9,7 +9,7 @@ import {
   contactAddress,
   contactName,
   filterParams,
-} from "./contacts-api";
+} from "./api";
 
 export function ContactsPage() {
   const [q, setQ] = useState("");

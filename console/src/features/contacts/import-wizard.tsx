@@ -3,7 +3,7 @@ import { useEffect, useState } from "react";
 import { Link } from "wouter";
 import { api, errorText } from "../../lib/api";
 import { FormError, PageHeader } from "../../lib/ui";
-import type { ContactImport, ImportPreview } from "./contacts-api";
+import type { ContactImport, ImportPreview } from "./api";
 
 /** Column -> field, the way the wizard edits it (the API takes field -> column). */
 type ColumnFields = Record<string, string>;

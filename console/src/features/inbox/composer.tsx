@@ -3,7 +3,7 @@ import { type FormEvent, type KeyboardEvent, useEffect, useId, useRef, useState 
 import { api } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
-import { useCannedResponses, useTemplates } from "./inbox-api";
+import { useCannedResponses, useTemplates } from "./api";
 
 function placeholders(t: WaTemplate) {
   const body = t.components.find((c) => c.type.toUpperCase() === "BODY")?.text ?? "";

@@ -8,7 +8,7 @@ import { useMe } from "../../lib/session";
 import type { Conversation } from "../../lib/types";
 import { Empty, Spinner } from "../../lib/ui";
 import { COMPOSE_EVENT } from "./composer";
-import { type ConversationFilters, useConversations, useCounts } from "./inbox-api";
+import { type ConversationFilters, useConversations, useCounts } from "./api";
 import { Thread } from "./thread";
 
 const STATUS_TABS = [

@@ -10,7 +10,7 @@ import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
 import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
-import { useConversation, useMembers, useMessages } from "./inbox-api";
+import { useConversation, useMembers, useMessages } from "./api";
 
 const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
 

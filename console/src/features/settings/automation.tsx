@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useState } from "react";
 import { api } from "../../lib/api";
 import { useIsOwner, useMe } from "../../lib/session";
 import { FormError, Spinner } from "../../lib/ui";
-import { useMembers } from "../inbox/inbox-api";
+import { useMembers } from "../inbox/api";
 
 interface Settings {
   agent_reply_pause_minutes: number;

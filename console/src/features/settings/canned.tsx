@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { api } from "../../lib/api";
 import type { CannedResponse } from "../../lib/types";
 import { Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
-import { useCannedResponses } from "../inbox/inbox-api";
+import { useCannedResponses } from "../inbox/api";
 
 export function CannedSettings() {
   const client = useQueryClient();

@@ -4,7 +4,7 @@ import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { useIsOwner, useMe } from "../../lib/session";
 import { Badge, CopyField, Field, FormError, formErrors } from "../../lib/ui";
-import { useMembers } from "../inbox/inbox-api";
+import { useMembers } from "../inbox/api";
 
 export function TeamSettings() {
   const me = useMe();

@@ -3,7 +3,7 @@ import { useState } from "react";
 import { api } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import { Badge, Empty, FormError, Spinner } from "../../lib/ui";
-import { useTemplates } from "../inbox/inbox-api";
+import { useTemplates } from "../inbox/api";
 
 export function TemplateSettings() {
   const client = useQueryClient();

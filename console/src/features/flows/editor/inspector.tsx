@@ -1,6 +1,6 @@
 import { useState } from "react";
 import type { FlowNode, Issue, Member, WaTemplate } from "../../../lib/types";
-import { useTemplates } from "../../inbox/inbox-api";
+import { useTemplates } from "../../inbox/api";
 import { NODE_LABELS } from "./graph";
 
 type Rec = Record<string, unknown>;
