@@ -2,8 +2,8 @@ import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useSearch } from "wouter";
 import { Field, FormError, formErrors } from "../../lib/ui";
-import { AuthFrame } from "./sign-in";
 import { requestPasswordReset, resetPassword } from "./api";
+import { AuthFrame } from "./sign-in";
 
 /** Asks for a reset link by email; the answer is the same whether or not the email has a login. */
 export function ForgotPasswordPage() {
@@ -54,8 +54,7 @@ export function ResetPasswordPage() {
   const token = new URLSearchParams(useSearch()).get("token") ?? "";
   const [password, setPassword] = useState("");
   const reset = useMutation({
-    mutationFn: () =>
-      resetPassword({ token, newPassword: password }),
+    mutationFn: () => resetPassword({ token, newPassword: password }),
   });
   const errors = formErrors(reset.error, ["newPassword"]);
   const submit = (e: FormEvent) => {

@@ -2,7 +2,13 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { fullTime } from "../../lib/format";
 import { Badge, CopyField, Field, FormError, formErrors, PageHeader, Spinner } from "../../lib/ui";
-import { channelKeys, deleteChannelConfig, fetchChannelHealth, saveChannelConfig, webhookCallbackUrl } from "./api";
+import {
+  channelKeys,
+  deleteChannelConfig,
+  fetchChannelHealth,
+  saveChannelConfig,
+  webhookCallbackUrl,
+} from "./api";
 
 const REASONS: Record<string, string> = {
   no_config: "No WhatsApp number is connected yet.",

@@ -3,7 +3,6 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { shortTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
-import type { Flow, FlowTemplate } from "../../lib/types";
 import { Badge, Empty, FormError, PageHeader, Spinner } from "../../lib/ui";
 import { createFlow, fetchFlows, fetchFlowTemplates, flowKeys } from "./api";
 

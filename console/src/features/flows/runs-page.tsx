@@ -2,7 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { Link, useParams } from "wouter";
 import { fullTime, shortTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
-import type { Flow, Run, RunEvent } from "../../lib/types";
+import type { RunEvent } from "../../lib/types";
 import { Badge, Empty, PageHeader, Spinner } from "../../lib/ui";
 import { fetchFlow, fetchRun, fetchRuns, flowKeys } from "./api";
 

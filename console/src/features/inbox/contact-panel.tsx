@@ -1,9 +1,10 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useState } from "react";
-import { api } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
+import { contactKeys, updateContact } from "../contacts/api";
+import { inboxKeys } from "./api";
 
 export function ContactPanel(props: {
   contact: Contact;
@@ -23,17 +24,12 @@ export function ContactPanel(props: {
   useEffect(() => setOptedOut(props.contact.opted_out === true), [props.contact.opted_out]);
   if (!editingName && (props.contact.name ?? "") !== name) setName(props.contact.name ?? "");
   const refresh = () => {
-    void client.invalidateQueries({ queryKey: ["conversation", props.conversation.id] });
-    void client.invalidateQueries({ queryKey: ["conversations"] });
-    void client.invalidateQueries({ queryKey: ["contacts"] });
+    void client.invalidateQueries({ queryKey: inboxKeys.conversation(props.conversation.id) });
+    void client.invalidateQueries({ queryKey: inboxKeys.conversations });
+    void client.invalidateQueries({ queryKey: contactKeys.all });
   };
   const save = useMutation({
-    mutationFn: (patch: {
-      tags?: string[];
-      name?: string | null;
-      attributes?: Record<string, string>;
-      opted_out?: boolean;
-    }) => api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: patch }),
+    mutationFn: (patch: Parameters<typeof updateContact>[1]) => updateContact(props.contact.id, patch),
     onSuccess: (_answer, patch) => {
       if (patch.tags) setTag("");
       if (patch.attributes) {

@@ -20,8 +20,8 @@ import { toggleNotifications, useNotifyState } from "../../lib/notify";
 import { useMe } from "../../lib/session";
 import { NEXT_THEME, setTheme, useTheme } from "../../lib/theme";
 import { Icon } from "../../lib/ui";
-import { useCounts } from "../inbox/api";
 import { signOut } from "../auth/api";
+import { useCounts } from "../inbox/api";
 
 const NAV = [
   { href: "/inbox", label: "Inbox", icon: MessageSquare },

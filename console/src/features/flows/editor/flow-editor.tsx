@@ -22,6 +22,7 @@ import { useMembers } from "../../inbox/api";
 const NODE_HALF_WIDTH = 110;
 const NODE_HALF_HEIGHT = 40;
 
+import { type FlowWithNodes, fetchFlowWithNodes, flowKeys, saveFlow, setFlowStatus } from "../api";
 import {
   DEFAULT_CONFIGS,
   freshKey,
@@ -33,7 +34,6 @@ import {
 } from "./graph";
 import { Inspector } from "./inspector";
 import { type CanvasNode, nodeTypes } from "./nodes";
-import { type FlowWithNodes, fetchFlowWithNodes, flowKeys, saveFlow, setFlowStatus } from "../api";
 
 interface Draft {
   name: string;
