@@ -31,6 +31,7 @@ const UNIT_TESTS = [
   "test/console/api-paths.test.ts",
   "test/console/sse.test.ts",
   "test/events/address-guard.test.ts",
+  "test/events/readme.test.ts",
   "test/flows/nodes.test.ts",
   "test/flows/validate.test.ts",
   "test/foundation/config.test.ts",
