@@ -15,7 +15,7 @@ import Fastify, { type FastifyError, type FastifyRequest } from "fastify";
 import { errorBody, GraphError, invalidParameter, unsupported } from "./graph-error.js";
 import { answer, type FormValue, pathOf, queryOf, sendJson, sleep, VERSIONED } from "./routes/answer.js";
 import { businessAccountRoutes } from "./routes/business-accounts.js";
-import { controlRoutes, type ExtraRoutes } from "./routes/control.js";
+import { type ControlOptions, controlRoutes } from "./routes/control.js";
 import { LARGEST_UPLOAD, mediaRoutes, uploadError } from "./routes/media.js";
 import { messageRoutes } from "./routes/messages.js";
 import { phoneNumberRoutes } from "./routes/phone-numbers.js";
@@ -31,7 +31,7 @@ import {
 import type { SandboxTemplate } from "./templates.js";
 
 export type { FormValue } from "./routes/answer.js";
-export type { ExtraRouteResult, ExtraRoutes } from "./routes/control.js";
+export type { ControlOptions } from "./routes/control.js";
 export { MEDIA_URL_TTL_MS, UPLOAD_LIMITS } from "./routes/media.js";
 export {
   type AcceptedMessage,
@@ -89,10 +89,10 @@ export interface SandboxOptions {
   /** Called after each accepted outbound message (main.ts posts status webhooks from it). */
   onMessageAccepted?: (message: AcceptedMessage) => void;
   /**
-   * Extra routes outside the Graph API (main.ts's `/_sandbox/...` control
-   * surface). Answer undefined to fall through to the emulator.
+   * Serve the `/_sandbox/...` control surface (request log, latency, numbers, the customer's
+   * webhooks: routes/control.ts), as `npm run sandbox` (main.ts) does.
    */
-  extraRoutes?: ExtraRoutes;
+  control?: ControlOptions;
 }
 
 /** Starts the emulator; port 0 (the default) picks a free port. */
@@ -135,7 +135,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
   app.addHook("preHandler", async (request) => {
     if (request.isMultipart()) request.body = await formFields(request.body);
-    // The control surface (main.ts's /_sandbox routes) is not a Graph API request: not logged.
+    // The control surface (/_sandbox routes) is not a Graph API request: not logged.
     if (isControl(request)) return;
     record(request);
     if (state.latencyMs > 0) await sleep(state.latencyMs);
@@ -172,7 +172,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   businessAccountRoutes(app, state);
   messageRoutes(app, state, options.onMessageAccepted);
   mediaRoutes(app, state);
-  if (options.extraRoutes) controlRoutes(app, options.extraRoutes);
+  if (options.control) controlRoutes(app, state, options.control);
 
   await app.listen({ port: options.port ?? 0, host: options.host ?? "127.0.0.1" });
   const address = app.server.address() as AddressInfo;
