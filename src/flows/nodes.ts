@@ -1,162 +1,34 @@
 import { ApiError } from "../http/errors.js";
 import { isStorable, jsonValueProblem, UNSTORABLE_MESSAGE } from "../http/input.js";
+import { isNodeType, NODE_TYPES, type NodeConfigs, type NodeType } from "./node-types/index.js";
 
 /**
  * The node model of a flow (product.md section 4). Edges live inside each
  * node's config as node_key strings, so a graph can be written in one request
- * before any node id exists.
+ * before any node id exists. Each node type is a module of node-types/.
  */
 
-export const NODE_TYPES = [
-  "start",
-  "send_message",
-  "send_buttons",
-  "send_list",
-  "send_media",
-  "send_template",
-  "collect_input",
-  "condition",
-  "set_tag",
-  "handoff",
-  "wait",
-  "business_hours",
-  "end",
-] as const;
-
-export type NodeType = (typeof NODE_TYPES)[number];
-
-export const MEDIA_TYPES = ["image", "video", "document"] as const;
-export const INPUT_VALIDATIONS = ["text", "email", "number", "phone", "regex"] as const;
-export const CONDITION_SUBJECTS = ["var", "contact_field", "tag"] as const;
-export const CONDITION_OPERATORS = ["equals", "contains", "present", "absent"] as const;
-export const TAG_MODES = ["add", "remove"] as const;
-
-export interface StartConfig {
-  next_node_key: string;
-}
-
-export interface SendMessageConfig {
-  text: string;
-  next_node_key?: string;
-}
-
-export interface ReplyButton {
-  reply_id: string;
-  title: string;
-  next_node_key: string;
-}
-
-export interface SendButtonsConfig {
-  text: string;
-  header_text?: string;
-  footer_text?: string;
-  buttons: ReplyButton[];
-}
-
-export interface ListRow {
-  reply_id: string;
-  title: string;
-  description?: string;
-  next_node_key: string;
-}
-
-export interface ListSection {
-  title?: string;
-  rows: ListRow[];
-}
-
-export interface SendListConfig {
-  text: string;
-  button_label: string;
-  header_text?: string;
-  footer_text?: string;
-  sections: ListSection[];
-}
-
-export interface SendMediaConfig {
-  media_type: (typeof MEDIA_TYPES)[number];
-  media_url: string;
-  caption?: string;
-  filename?: string;
-  next_node_key?: string;
-}
-
-/** A WhatsApp template, the only message that may go out after the 24-hour window. */
-export interface SendTemplateConfig {
-  template_name: string;
-  language: string;
-  /** As Meta takes them: `[{ type: "body", parameters: [{ type: "text", text: "{{vars.name}}" }] }]`. */
-  components?: Array<{
-    type: string;
-    sub_type?: string;
-    index?: string | number;
-    parameters: Array<Record<string, unknown>>;
-  }>;
-  next_node_key?: string;
-}
-
-export interface CollectInputConfig {
-  prompt_text: string;
-  var_key: string;
-  validation?: (typeof INPUT_VALIDATIONS)[number];
-  /** Used when validation is `regex`. */
-  regex?: string;
-  next_node_key: string;
-}
-
-export interface ConditionConfig {
-  subject: (typeof CONDITION_SUBJECTS)[number];
-  subject_key: string;
-  operator: (typeof CONDITION_OPERATORS)[number];
-  value?: string;
-  true_next: string;
-  false_next: string;
-}
-
-export interface SetTagConfig {
-  mode: (typeof TAG_MODES)[number];
-  tag: string;
-  next_node_key: string;
-}
-
-export interface HandoffConfig {
-  note?: string;
-  /** User id of the member the conversation is assigned to. */
-  assign_to?: string;
-}
-
-/** A `wait` node's bounds, in minutes: 1 minute to 30 days. */
-export const WAIT_MINUTES = { min: 1, max: 30 * 24 * 60 } as const;
-
-/** Pauses the run for `minutes` (see WAIT_MINUTES), then goes on to next_node_key. */
-export interface WaitConfig {
-  minutes: number;
-  next_node_key: string;
-}
-
-/** Goes on to open_node_key inside the account's business hours, else to closed_node_key. */
-export interface BusinessHoursConfig {
-  open_node_key: string;
-  closed_node_key: string;
-}
-
-export type EndConfig = Record<string, never>;
-
-export interface NodeConfigs {
-  start: StartConfig;
-  send_message: SendMessageConfig;
-  send_buttons: SendButtonsConfig;
-  send_list: SendListConfig;
-  send_media: SendMediaConfig;
-  send_template: SendTemplateConfig;
-  collect_input: CollectInputConfig;
-  condition: ConditionConfig;
-  set_tag: SetTagConfig;
-  handoff: HandoffConfig;
-  wait: WaitConfig;
-  business_hours: BusinessHoursConfig;
-  end: EndConfig;
-}
+export type { BusinessHoursConfig } from "./node-types/business_hours.js";
+export { type CollectInputConfig, INPUT_VALIDATIONS } from "./node-types/collect_input.js";
+export { CONDITION_OPERATORS, CONDITION_SUBJECTS, type ConditionConfig } from "./node-types/condition.js";
+export type { EndConfig } from "./node-types/end.js";
+export type { HandoffConfig } from "./node-types/handoff.js";
+export {
+  isNodeType,
+  LIMITS,
+  NODE_TYPES,
+  type NodeConfigs,
+  type NodeType,
+  outgoingKeys,
+} from "./node-types/index.js";
+export type { ReplyButton, SendButtonsConfig } from "./node-types/send_buttons.js";
+export type { ListRow, ListSection, SendListConfig } from "./node-types/send_list.js";
+export { MEDIA_TYPES, type SendMediaConfig } from "./node-types/send_media.js";
+export type { SendMessageConfig } from "./node-types/send_message.js";
+export type { SendTemplateConfig } from "./node-types/send_template.js";
+export { type SetTagConfig, TAG_MODES } from "./node-types/set_tag.js";
+export type { StartConfig } from "./node-types/start.js";
+export { WAIT_MINUTES, type WaitConfig } from "./node-types/wait.js";
 
 /** A node whose config has the shape of its type (what an activated flow holds). */
 export type TypedNode = {
@@ -178,70 +50,8 @@ export const CONFIG_MAX_DEPTH = 20;
 /** Keeps one multi-row insert well inside Postgres' 65,535 bind parameters. */
 export const MAX_NODES_PER_FLOW = 1000;
 
-/** Content limits checked on activation (WhatsApp's own limits where it has them). */
-export const LIMITS = {
-  bodyText: 1024,
-  buttonsMin: 1,
-  buttonsMax: 3,
-  buttonTitle: 20,
-  listRowsMax: 10,
-  listRowTitle: 24,
-  listRowDescription: 72,
-  listButtonLabel: 20,
-  listSectionTitle: 24,
-  headerText: 60,
-  footerText: 60,
-  replyId: 256,
-} as const;
-
-export function isNodeType(value: unknown): value is NodeType {
-  return typeof value === "string" && (NODE_TYPES as readonly string[]).includes(value);
-}
-
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
-
-const key = (value: unknown): string[] => (typeof value === "string" && value !== "" ? [value] : []);
-
-const items = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
-
-/**
- * The node_keys a node can move to, in config order (duplicates kept out).
- * Tolerates incomplete draft configs: fields that are missing or of the wrong
- * type contribute no edge.
- */
-export function outgoingKeys(node: { node_type: string; config: unknown }): string[] {
-  const config = isObject(node.config) ? node.config : {};
-  let keys: string[];
-  switch (node.node_type) {
-    case "start":
-    case "send_message":
-    case "send_media":
-    case "send_template":
-    case "collect_input":
-    case "set_tag":
-    case "wait":
-      keys = key(config.next_node_key);
-      break;
-    case "send_buttons":
-      keys = items(config.buttons).flatMap((b) => (isObject(b) ? key(b.next_node_key) : []));
-      break;
-    case "send_list":
-      keys = items(config.sections).flatMap((s) =>
-        isObject(s) ? items(s.rows).flatMap((r) => (isObject(r) ? key(r.next_node_key) : [])) : [],
-      );
-      break;
-    case "condition":
-      keys = [...key(config.true_next), ...key(config.false_next)];
-      break;
-    case "business_hours":
-      keys = [...key(config.open_node_key), ...key(config.closed_node_key)];
-      break;
-    default:
-      keys = [];
-  }
-  return [...new Set(keys)];
-}
 
 /** What is wrong with a node's config for storage (see http/input.ts), nested at most CONFIG_MAX_DEPTH. */
 export const configProblem = (value: unknown) => jsonValueProblem(value, CONFIG_MAX_DEPTH);

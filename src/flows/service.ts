@@ -6,6 +6,7 @@ import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { encodeCursor, type Position } from "../http/pagination.js";
 import { templateCatalog } from "../templates/service.js";
+import { nodeModule } from "./node-types/index.js";
 import type { NodeInput } from "./nodes.js";
 import { findTemplate } from "./templates.js";
 import type { FlowStatus, TriggerType } from "./triggers.js";
@@ -310,7 +311,7 @@ export async function setFlowStatus(
         entry_node_id: flow.entryNodeId,
         fallback_policy: flow.fallbackPolicy,
         nodes,
-        templates: nodes.some((n) => n.node_type === "send_template")
+        templates: nodes.some((n) => nodeModule(n.node_type)?.usesTemplates)
           ? await templateCatalog(tx, input.accountId)
           : undefined,
       });

@@ -5,7 +5,7 @@ import { contacts, conversations, messageReactions, messages, profiles } from ".
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
-import { type ReactionJson, toConversationJson, toMessageJson } from "./json.js";
+import { type ReactionJson, toConversationJson, toMessageJson, toReactionJson } from "./json.js";
 import { searchPatterns } from "./search.js";
 
 export interface PageInput {
@@ -243,7 +243,7 @@ export async function listMessages(db: Db, input: PageInput & { conversationId: 
   const reactionsOf = new Map<string, ReactionJson[]>();
   for (const r of reactions) {
     const list = reactionsOf.get(r.messageId) ?? [];
-    list.push({ actor_type: r.actorType, actor_id: r.actorId, emoji: r.emoji });
+    list.push(toReactionJson(r));
     reactionsOf.set(r.messageId, list);
   }
 

@@ -1,16 +1,23 @@
 import { automationAt, toAutomationJson } from "../bots/automation.js";
-import type { contacts, conversations, messages } from "../db/schema/index.js";
+import type { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import { windowExpiresAt } from "./window.js";
 
 type MessageRow = typeof messages.$inferSelect;
 type ContactRow = typeof contacts.$inferSelect;
 type ConversationRow = typeof conversations.$inferSelect;
+type ReactionRow = typeof messageReactions.$inferSelect;
 
 export interface ReactionJson {
   actor_type: "agent" | "customer";
   actor_id: string;
   emoji: string;
 }
+
+export const toReactionJson = (r: ReactionRow): ReactionJson => ({
+  actor_type: r.actorType,
+  actor_id: r.actorId,
+  emoji: r.emoji,
+});
 
 /**
  * A stored message as the API shows it. `reactions` is present when the caller

@@ -8,6 +8,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
+import type { OutboundMessage } from "./messages.js";
 
 export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response" | "too_large";
 
@@ -66,59 +67,14 @@ export class GraphApiError extends Error {
 /** What the verification call answers; passed through to clients as `phone_info`. */
 export type PhoneInfo = Record<string, unknown> & { id: string };
 
-export type InteractiveBody =
-  | {
-      type: "button";
-      header?: { type: "text"; text: string };
-      body: { text: string };
-      footer?: { text: string };
-      action: { buttons: Array<{ type: "reply"; reply: { id: string; title: string } }> };
-    }
-  | {
-      type: "list";
-      header?: { type: "text"; text: string };
-      body: { text: string };
-      footer?: { text: string };
-      action: {
-        button: string;
-        sections: Array<{
-          title?: string;
-          rows: Array<{ id: string; title: string; description?: string }>;
-        }>;
-      };
-    };
-
-/** The `type`-specific part of a send; `to` and `messaging_product` are added by sendMessage. */
-export type OutboundMessage =
-  | { type: "text"; text: { body: string; preview_url?: boolean } }
-  | { type: "interactive"; interactive: InteractiveBody }
-  | { type: "image" | "video"; image?: MediaRef; video?: MediaRef }
-  | { type: "audio"; audio: { id: string } | { link: string } }
-  | { type: "document"; document: MediaRef & { filename?: string } }
-  | { type: "reaction"; reaction: { message_id: string; emoji: string } }
-  | { type: "template"; template: TemplateMessage };
-
-export interface MediaLink {
-  link: string;
-  caption?: string;
-}
-
-/** A media file by its public link, or by the id Meta gave it on upload. */
-export type MediaRef = MediaLink | { id: string; caption?: string };
-
-/** A template send: `components` carry the values of the template's `{{n}}` placeholders. */
-export interface TemplateMessage {
-  name: string;
-  language: { code: string };
-  components?: TemplateComponentParameters[];
-}
-
-export interface TemplateComponentParameters {
-  type: string;
-  sub_type?: string;
-  index?: string;
-  parameters: Array<Record<string, unknown>>;
-}
+export type {
+  InteractiveBody,
+  MediaLink,
+  MediaRef,
+  OutboundMessage,
+  TemplateComponentParameters,
+  TemplateMessage,
+} from "./messages.js";
 
 /** A template as Meta's `message_templates` edge lists it. */
 export interface UpstreamTemplate {

@@ -365,7 +365,9 @@ describe("media uploads, fuzzed", () => {
         numRuns: RUNS * 3,
         // A good upload is always among the cases (random ones rarely match a
         // type to its bytes), so the property sees both sides on every seed.
-        examples: [[{ filename: "photo.png", caption: "Table for two", type: "image/png", bytes: DEMO_IMAGE }]],
+        examples: [
+          [{ filename: "photo.png", caption: "Table for two", type: "image/png", bytes: DEMO_IMAGE }],
+        ],
       },
     );
     // The good case was sent: the property saw both sides.

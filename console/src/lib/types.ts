@@ -2,7 +2,7 @@
  * The API's resources as the console reads them (README "API overview" and product.md).
  * Flow node configs are the service's own types.
  */
-import type { NodeConfigs, NodeType } from "../../../src/flows/nodes.js";
+import type { NodeConfigs, NodeType } from "../../../src/flows/node-types/index.js";
 
 export type { NodeConfigs, NodeType };
 

@@ -16,10 +16,11 @@ import { ApiError } from "../../http/errors.js";
 import { isUuid } from "../../http/ids.js";
 import { isWindowOpen } from "../../inbox/window.js";
 import { prepareTemplateSend } from "../../templates/service.js";
-import { WAIT_MINUTES } from "../nodes.js";
+import { nodeModule, waitsForAnswer } from "../node-types/index.js";
+import type { NodeRuntime } from "../node-types/types.js";
 import { resolveFallbackPolicy } from "../triggers.js";
 import { buildNodeMessage, replyChoices } from "./outbound.js";
-import { type ContactFacts, checkInput, evaluateCondition, renderText } from "./rules.js";
+import { type ContactFacts, renderText } from "./rules.js";
 import { queueBotMessage, scheduleResume } from "./send.js";
 import {
   type RunEventType,
@@ -80,8 +81,6 @@ export interface InboundInput {
   /** Meta's id of the message this one answers (`context.id`: the question a tap was on). */
   contextId?: string | null;
 }
-
-export const WAITING_NODES = new Set(["send_buttons", "send_list", "collect_input"]);
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === "object" && !Array.isArray(value);
@@ -204,65 +203,44 @@ export async function walk(ctx: RunContext, startKey: unknown, from: string | nu
     patchRun(ctx, { currentNodeKey: key, lastActivityAt: ctx.deps.now() });
     event(ctx, "node_entered", key, { node_type: node.nodeType });
 
-    const { config } = node;
     previous = key;
-    switch (node.nodeType) {
-      case "start":
-        key = config.next_node_key;
-        continue;
-      case "send_message":
-      case "send_media":
-      case "send_template":
-        // The walk goes on once the message is out (continueAfterSend, from its send job).
-        await sendNode(ctx, key, node.nodeType, config);
-        return;
-      case "wait":
-        return enterWait(ctx, key, config);
-      case "business_hours": {
-        const hours = await getBusinessHours(ctx.db, ctx.run.accountId);
-        // An account without business hours is always open.
-        key = !hours || isOpenAt(hours, ctx.deps.now()) ? config.open_node_key : config.closed_node_key;
-        continue;
-      }
-      case "send_buttons":
-      case "send_list":
-      case "collect_input":
-        await enterWaiting(ctx, key, node.nodeType, config, 0);
-        return;
-      case "condition": {
-        const result = evaluateCondition(config, ctx.run.vars, ctx.contact);
-        if (result === null) {
-          return failRun(
-            ctx,
-            "invalid_node",
-            `Condition "${key}" cannot be evaluated (check subject and operator)`,
-            key,
-          );
-        }
-        key = result ? config.true_next : config.false_next;
-        continue;
-      }
-      case "set_tag": {
-        const tag = typeof config.tag === "string" ? config.tag.trim() : "";
-        if (tag === "" || (config.mode !== "add" && config.mode !== "remove")) {
-          return failRun(ctx, "invalid_node", `set_tag "${key}" needs a tag and mode add or remove`, key);
-        }
-        await setTag(ctx, config.mode, tag);
-        key = config.next_node_key;
-        continue;
-      }
-      case "handoff":
-        return handOff(ctx, key, {
-          note: typeof config.note === "string" ? renderText(config.note, ctx.run.vars, ctx.contact) : null,
-          assignTo: config.assign_to,
-          reason: "handoff_node",
-        });
-      case "end":
-        return finish(ctx, "completed", "end_node", key);
-      default:
-        return failRun(ctx, "invalid_node", `Node "${key}" has the unknown type "${node.nodeType}"`, key);
+    const type = nodeModule(node.nodeType);
+    if (!type) {
+      return failRun(ctx, "invalid_node", `Node "${key}" has the unknown type "${node.nodeType}"`, key);
     }
+    const step = await type.enter(node.config, nodeRuntime(ctx, key, node));
+    if (step === undefined) return;
+    key = step.next;
   }
+}
+
+/** What a node entered by a walk may do to its run (see NodeRuntime). */
+function nodeRuntime(ctx: RunContext, key: string, node: LoadedNode): NodeRuntime {
+  return {
+    key,
+    get vars() {
+      return ctx.run.vars;
+    },
+    get contact() {
+      return ctx.contact;
+    },
+    render: (text) => renderText(text, ctx.run.vars, ctx.contact),
+    invalid: (message) => failRun(ctx, "invalid_node", message, key),
+    complete: (reason) => finish(ctx, "completed", reason, key),
+    send: async () => {
+      // The walk goes on once the message is out (continueAfterSend, from its send job).
+      await sendNode(ctx, key, node.nodeType, node.config);
+    },
+    ask: () => enterWaiting(ctx, key, node.nodeType, node.config, 0),
+    sleep: (minutes) => sleep(ctx, key, minutes),
+    isOpen: async () => {
+      const hours = await getBusinessHours(ctx.db, ctx.run.accountId);
+      // An account without business hours is always open.
+      return !hours || isOpenAt(hours, ctx.deps.now());
+    },
+    setTag: (mode, tag) => setTag(ctx, mode, tag),
+    handOff: (input) => handOff(ctx, key, { ...input, reason: "handoff_node" }),
+  };
 }
 
 /**
@@ -339,8 +317,8 @@ export async function continueAfterSend(
   sent: { messageId: string; upstreamId: string | null; type: string; at: Date },
 ): Promise<void> {
   const key = ctx.run.currentNodeKey;
-  const waits = key !== null && (await loadNode(ctx, key))?.nodeType;
-  const questionSentAt = waits && WAITING_NODES.has(waits) ? sent.at : null;
+  const waits = key !== null && waitsForAnswer((await loadNode(ctx, key))?.nodeType ?? "");
+  const questionSentAt = waits ? sent.at : null;
   patchRun(ctx, { awaitingMessageId: null, questionSentAt, lastActivityAt: ctx.deps.now() });
   event(ctx, "message_sent", key, {
     message_id: sent.messageId,
@@ -350,43 +328,30 @@ export async function continueAfterSend(
   if (!key) return;
   const node = await loadNode(ctx, key);
   if (!node) return failRun(ctx, "node_missing", `Node "${key}" does not exist (the flow was edited)`, key);
-  if (WAITING_NODES.has(node.nodeType)) return;
-  const next = node.config.next_node_key;
+  if (waitsForAnswer(node.nodeType)) return;
+  const next = nodeModule(node.nodeType)?.afterSend?.(node.config);
   if (next === undefined || next === "" || next === null) return finish(ctx, "completed", "end_of_path", key);
   return walk(ctx, next, key);
 }
 
-/** A `wait` node: the run sleeps until its resume job (scheduled in this advance) wakes it. */
-async function enterWait(ctx: RunContext, key: string, config: Record<string, unknown>) {
-  const minutes = config.minutes;
-  if (
-    typeof minutes !== "number" ||
-    !Number.isFinite(minutes) ||
-    minutes < WAIT_MINUTES.min ||
-    minutes > WAIT_MINUTES.max
-  ) {
-    return failRun(
-      ctx,
-      "invalid_node",
-      `wait "${key}" needs minutes between ${WAIT_MINUTES.min} and ${WAIT_MINUTES.max}`,
-      key,
-    );
-  }
+/** The run sleeps until its resume job (scheduled in this advance) wakes it. */
+async function sleep(ctx: RunContext, key: string, minutes: number) {
   const resumeAt = new Date(ctx.deps.now().getTime() + minutes * 60_000);
   patchRun(ctx, { resumeAt });
   await scheduleResume(ctx.db, { run: ctx.run, contact: ctx.contact, nodeKey: key, at: resumeAt });
 }
 
-/** The end of a `wait`: the walk goes on from the node's next_node_key. */
+/** The end of a sleep (a `wait` node): the walk goes on from where the node's `resume` says. */
 export async function resumeAfterWait(ctx: RunContext, nodeKey: string): Promise<"resumed" | "stale"> {
   if (ctx.run.currentNodeKey !== nodeKey || ctx.run.resumeAt === null) return "stale";
   const node = await loadNode(ctx, nodeKey);
   patchRun(ctx, { resumeAt: null, lastActivityAt: ctx.deps.now() });
-  if (node?.nodeType !== "wait") {
+  const resume = node ? nodeModule(node.nodeType)?.resume : undefined;
+  if (!node || !resume) {
     failRun(ctx, "node_missing", `Node "${nodeKey}" is no longer a wait node (the flow was edited)`, nodeKey);
     return "resumed";
   }
-  await walk(ctx, node.config.next_node_key, nodeKey);
+  await walk(ctx, resume(node.config), nodeKey);
   return "resumed";
 }
 
@@ -470,34 +435,6 @@ async function handOff(
   });
 }
 
-type Answer = { next: unknown; payload: Record<string, unknown>; vars?: Record<string, unknown> };
-
-/** The answer a waiting node accepts from the message, or null when it is no answer to it. */
-function readAnswer(
-  nodeType: string,
-  config: Record<string, unknown>,
-  message: InboundInput,
-): Answer | null | string {
-  if (nodeType === "collect_input") {
-    if (message.type !== "text" || message.text === null) return null;
-    const checked = checkInput(message.text, config.validation, config.regex);
-    if ("invalidConfig" in checked) return checked.invalidConfig;
-    if (!checked.ok) return null;
-    const varKey = typeof config.var_key === "string" && config.var_key !== "" ? config.var_key : null;
-    if (!varKey) return "collect_input needs a var_key";
-    return {
-      next: config.next_node_key,
-      payload: { var_key: varKey, value: checked.value },
-      vars: { [varKey]: checked.value },
-    };
-  }
-  const replyId = message.interactive?.id;
-  if (typeof replyId !== "string") return null;
-  const choices = replyChoices(nodeType, config);
-  if (!choices.has(replyId)) return null;
-  return { next: choices.get(replyId), payload: { reply_id: replyId } };
-}
-
 /** Offers a customer message to the node the run waits on. */
 export async function answer(ctx: RunContext, message: InboundInput): Promise<"advanced" | "ignored"> {
   const key = ctx.run.currentNodeKey;
@@ -506,12 +443,13 @@ export async function answer(ctx: RunContext, message: InboundInput): Promise<"a
     failRun(ctx, "node_missing", `Node "${key ?? ""}" does not exist (the flow was edited)`, key);
     return "advanced";
   }
-  if (!WAITING_NODES.has(node.nodeType)) {
+  const read = nodeModule(node.nodeType)?.answer;
+  if (!read) {
     // A run left between nodes (no send or wait pending): it goes on from where it stood.
     await walk(ctx, key, null);
     return "advanced";
   }
-  const found = readAnswer(node.nodeType, node.config, message);
+  const found = read(node.config, message);
   if (typeof found === "string") {
     failRun(ctx, "invalid_node", `Node "${key}": ${found}`, key);
     return "advanced";

@@ -22,6 +22,7 @@ import { useMembers } from "../../inbox/api";
 const NODE_HALF_WIDTH = 110;
 const NODE_HALF_HEIGHT = 40;
 
+import { NODE_REGISTRY } from "../../../../../src/flows/node-types/index.js";
 import { type FlowWithNodes, fetchFlowWithNodes, flowKeys, saveFlow, setFlowStatus } from "../api";
 import {
   DEFAULT_CONFIGS,
@@ -147,7 +148,8 @@ export default function FlowEditorPage() {
   const save = useMutation({
     mutationFn: async () => {
       if (!draft) throw new Error("Nothing to save");
-      const entry = draft.entry_node_id ?? draft.nodes.find((n) => n.node_type === "start")?.node_key ?? null;
+      const entry =
+        draft.entry_node_id ?? draft.nodes.find((n) => NODE_REGISTRY[n.node_type].begins)?.node_key ?? null;
       const trigger_config = Array.isArray(draft.trigger_config.keywords)
         ? {
             ...draft.trigger_config,

@@ -1,41 +1,23 @@
 import { Handle, type Node, type NodeProps, type NodeTypes, Position } from "@xyflow/react";
+import { NODE_REGISTRY } from "../../../../../src/flows/node-types/index.js";
 import type { FlowNode, Issue, NodeType } from "../../../lib/types";
 import { NODE_LABELS, outputsOf } from "./graph";
+import { NODE_FORMS } from "./node-forms";
 
 export type CanvasNodeData = { node: FlowNode; issues: Issue[]; entry: boolean };
 export type CanvasNode = Node<CanvasNodeData>;
-
-const text = (v: unknown) => (typeof v === "string" ? v : "");
-
-/** What a node says on the canvas, per type. */
-const SUMMARIES: Record<NodeType, (c: Record<string, unknown>) => string> = {
-  start: () => "Where the flow begins",
-  send_message: (c) => text(c.text),
-  send_buttons: (c) => text(c.text),
-  send_list: (c) => text(c.text),
-  send_media: (c) => `${text(c.media_type)} ${text(c.media_url)}`.trim(),
-  send_template: (c) => (c.template_name ? `${text(c.template_name)} (${text(c.language)})` : ""),
-  collect_input: (c) => `${text(c.prompt_text)}${c.var_key ? ` → {{vars.${text(c.var_key)}}}` : ""}`,
-  condition: (c) => `${text(c.subject)} ${text(c.subject_key)} ${text(c.operator)} ${text(c.value)}`.trim(),
-  set_tag: (c) => `${c.mode === "remove" ? "Remove" : "Add"} tag ${text(c.tag)}`,
-  wait: (c) =>
-    typeof c.minutes === "number" ? `Wait ${c.minutes} minute${c.minutes === 1 ? "" : "s"}` : "Wait",
-  business_hours: () => "Open or closed, by the account's business hours",
-  handoff: (c) => text(c.note) || "Pass the conversation to an agent",
-  end: () => "The run completes",
-};
 
 function FlowNodeCard({ data, selected }: NodeProps<CanvasNode>) {
   const { node, issues, entry } = data;
   const outputs = outputsOf(node);
   const errors = issues.filter((i) => i.severity === "error");
-  const summary = SUMMARIES[node.node_type](node.config);
+  const summary = NODE_FORMS[node.node_type].summary(node.config);
   return (
     <div
       className={`flow-node type-${node.node_type}${selected ? " selected" : ""}${errors.length ? " has-error" : issues.length ? " has-warning" : ""}`}
       data-node-key={node.node_key}
     >
-      {node.node_type !== "start" ? (
+      {!NODE_REGISTRY[node.node_type].begins ? (
         <Handle type="target" position={Position.Left} aria-label={`Into ${node.node_key}`} />
       ) : null}
       <div className="flow-node-head">
