@@ -32,6 +32,8 @@ const UNIT_TESTS = [
   "test/console/sse.test.ts",
   "test/events/address-guard.test.ts",
   "test/events/readme.test.ts",
+  "test/events/resource-sql.test.ts",
+  "test/flows/node-types.test.ts",
   "test/flows/nodes.test.ts",
   "test/flows/validate.test.ts",
   "test/foundation/config.test.ts",
