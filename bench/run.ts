@@ -20,9 +20,11 @@ import pg from "pg";
 import { startEmbeddedPostgres } from "../src/db/embedded.js";
 import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
+import { type CampaignSendResults, campaignSendTargets, runCampaignSendBench } from "./campaign-send.js";
 import { type ContactImportResults, runContactImportBench } from "./contact-import.js";
 import { type DurableResults, drainJobs, runDurableBench } from "./durable.js";
 import type { LoadResult, Scenario } from "./load.js";
+import { type SearchPlan, searchPlans } from "./search-plan.js";
 import {
   FULL,
   ids,
@@ -47,7 +49,16 @@ const only = process.argv
 const importRows = Number(process.argv.find((a) => a.startsWith("--import-rows="))?.slice(14)) || undefined;
 /** `--profile`: write a V8 CPU profile of the service to bench/results/. */
 const profile = process.argv.includes("--profile");
-const shape: Shape = quick ? QUICK : FULL;
+/** `--accounts=N`, `--contacts=N`: the seeded accounts and their contacts (default: the run's shape). */
+const numberArg = (name: string) =>
+  Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1]) || undefined;
+const shape: Shape = {
+  ...(quick ? QUICK : FULL),
+  ...(numberArg("accounts") ? { accounts: numberArg("accounts")! } : {}),
+  ...(numberArg("contacts") ? { contacts: numberArg("contacts")! } : {}),
+};
+/** The contact search scenario's account. */
+const CROWDED_CONTACTS = 100_000;
 const duration = quick ? 2 : 10;
 const connections = 10;
 const log = (m: string) => console.log(m);
@@ -81,6 +92,8 @@ async function main() {
   await db.connect();
   const small = shape.accounts + 1;
   const large = shape.accounts + 2;
+  /** An account of 100,000 contacts (one message each): contact search at that size. */
+  const crowded = shape.accounts + 3;
   const seedStarted = Date.now();
   log(
     `seeding ${shape.accounts} accounts of ${shape.members} members, ${shape.flows} flows x ${shape.nodesPerFlow} nodes, ${shape.contacts} contacts x ${shape.messagesPerContact} messages`,
@@ -101,6 +114,14 @@ async function main() {
         db,
         { ...shape, accounts: 1, members: 1, flows: 10_000, contacts: 1, messagesPerContact: 10_000 },
         large,
+        cipher.encrypt(accessToken),
+        () => {},
+      );
+      log(`seeding the contact search account: ${CROWDED_CONTACTS.toLocaleString("en")} contacts`);
+      await seedAccounts(
+        db,
+        { ...shape, accounts: 1, members: 1, flows: 1, contacts: CROWDED_CONTACTS, messagesPerContact: 1 },
+        crowded,
         cipher.encrypt(accessToken),
         () => {},
       );
@@ -186,6 +207,7 @@ async function main() {
   const member = await signUpAndLink(api, db, 1);
   const smallUser = await signUpAndLink(api, db, small);
   const largeUser = await signUpAndLink(api, db, large);
+  const crowdedUser = await signUpAndLink(api, db, crowded);
   const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 
   const { rows: reactable } = await db.query<{ id: string }>(
@@ -207,6 +229,22 @@ async function main() {
 
   // A contact deep in the list (not on its first page), found by search.
   const searchedContact = Math.ceil(shape.contacts * 0.4321);
+  const crowdedContact = Math.ceil(CROWDED_CONTACTS * 0.4321);
+  const searches = {
+    search: `Customer ${searchedContact}`,
+    search_text: `in conversation ${searchedContact}`,
+    contact_search: `Customer ${crowdedContact}`,
+  };
+  // The plans of the search scenarios: each must read the account-scoped trigram indexes.
+  const plans = await searchPlans(embedded.url, [
+    { key: "search", kind: "conversations", accountId: ids.account(1), q: searches.search },
+    { key: "search_text", kind: "conversations", accountId: ids.account(1), q: searches.search_text },
+    { key: "contact_search", kind: "contacts", accountId: ids.account(crowded), q: searches.contact_search },
+  ]);
+  for (const p of plans)
+    log(
+      `search plan ${p.key}: reads ${p.indexes.join(", ") || "no index"}${p.seqScan ? ", and a sequential scan" : ""}: ${p.ok ? "uses" : "DOES NOT USE"} ${p.expected.join(" and ")}`,
+    );
 
   // --- scenarios -------------------------------------------------------------
   const base = { durationSeconds: duration, connections };
@@ -312,7 +350,7 @@ async function main() {
       label: `GET /api/conversations?q= (a contact's name, ${shape.contacts.toLocaleString("en")} conversations)`,
       scenario: {
         ...base,
-        url: `${api}/api/conversations?limit=50&q=${encodeURIComponent(`Customer ${searchedContact}`)}`,
+        url: `${api}/api/conversations?limit=50&q=${encodeURIComponent(searches.search)}`,
         method: "GET",
         headers: auth(member),
       },
@@ -322,9 +360,19 @@ async function main() {
       label: `GET /api/conversations?q= (words of a message, ${shape.contacts.toLocaleString("en")} conversations)`,
       scenario: {
         ...base,
-        url: `${api}/api/conversations?limit=50&q=${encodeURIComponent(`in conversation ${searchedContact}`)}`,
+        url: `${api}/api/conversations?limit=50&q=${encodeURIComponent(searches.search_text)}`,
         method: "GET",
         headers: auth(member),
+      },
+    },
+    {
+      key: "contact_search",
+      label: `GET /api/contacts?q= (a contact's name, ${CROWDED_CONTACTS.toLocaleString("en")} contacts)`,
+      scenario: {
+        ...base,
+        url: `${api}/api/contacts?limit=50&q=${encodeURIComponent(searches.contact_search)}`,
+        method: "GET",
+        headers: auth(crowdedUser),
       },
     },
     {
@@ -390,6 +438,14 @@ async function main() {
     }
   }
 
+  for (const key of Object.keys(searches)) {
+    const r = results[key];
+    if (r)
+      log(
+        `${key}: p99 ${(r.p99 / Math.max(results.baseline!.p99, 1)).toFixed(1)} x the baseline's (target <= 10), plan ${plans.find((p) => p.key === key)?.ok ? "reads" : "DOES NOT READ"} the account-scoped search indexes`,
+      );
+  }
+
   let contactImport: ContactImportResults | undefined;
   if (!only || only.includes("contact_import")) {
     contactImport = await runContactImportBench({
@@ -443,6 +499,21 @@ async function main() {
       },
     });
   }
+  // Campaign sending through the service (bench/campaign-send.ts): latency, pace, memory.
+  let campaignSends: CampaignSendResults | undefined;
+  if (!only || only.includes("campaign") || only.includes("campaign_send")) {
+    campaignSends = await runCampaignSendBench({
+      databaseUrl: embedded.url,
+      sandbox: `http://127.0.0.1:${sandboxPort}`,
+      phoneNumberId: phoneNumberIdOf(1),
+      servicePid: service.pid!,
+      rssOf,
+      log,
+      quick,
+      cipher,
+    });
+    if (only) log(`\n${targetTable(campaignSendTargets(campaignSends))}\n`);
+  }
   clearInterval(sampler);
   peakRss = Math.max(peakRss, rssOf(service.pid!));
   // The web console's budgets: its download, and a new message's way to an open inbox.
@@ -455,6 +526,8 @@ async function main() {
     results,
     durable,
     contactImport,
+    campaignSends,
+    plans,
     idleRss,
     peakRss,
     seedSeconds,
@@ -482,7 +555,9 @@ type Result = LoadResult & { label: string; peakRss: number };
 function renderReport(input: {
   results: Record<string, Result>;
   durable: DurableResults | undefined;
+  campaignSends?: CampaignSendResults;
   contactImport: ContactImportResults | undefined;
+  plans: SearchPlan[];
   idleRss: number;
   peakRss: number;
   seedSeconds: number;
@@ -533,20 +608,40 @@ function renderReport(input: {
       (v: number) => v >= 0.3,
       2,
     ],
+    ...input.plans.flatMap((p) => [
+      [
+        `${p.key}: p99 <= 10 x baseline p99`,
+        results[p.key]!.p99 / Math.max(b.p99, 1),
+        (v: number) => v <= 10,
+        1,
+      ] as const,
+      [
+        `${p.key}: the plan reads ${p.expected.join(" and ")}, no sequential scan (1 = yes)`,
+        p.ok ? 1 : 0,
+        (v: number) => v === 1,
+        0,
+      ] as const,
+    ]),
     ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
     ...durableTargets(input.durable),
     ...contactImportTargets(input.contactImport),
+    ...campaignSendTargets(input.campaignSends),
   ] as const;
-  const targetLines = targets.map(
-    ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
-  );
-  const targetTable = ["| target | measured | |", "|---|---:|---|", ...targetLines].join("\n");
+  const targets_ = targetTable(targets);
   const memory = `Service RSS: idle ${input.idleRss.toFixed(0)} MB, peak during the run ${input.peakRss.toFixed(0)} MB.`;
   const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? "unknown CPU"}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${quick ? "quick" : "full"} run (${duration} s per scenario, ${connections} connections), seeding ${input.seedSeconds} s, whole run ${input.totalSeconds} s`;
   return {
-    table: `${table}\n\n${targetTable}\n\n${memory}\n${machine}`,
-    markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targetTable}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
+    table: `${table}\n\n${targets_}\n\n${memory}\n${machine}`,
+    markdown: `<!-- bench:${quick ? "quick" : "full"}:start -->\nMeasured ${new Date().toISOString().slice(0, 10)} on ${machine}.\n\n${table}\n\n${targets_}\n\n${memory}\n<!-- bench:${quick ? "quick" : "full"}:end -->`,
   };
+}
+
+/** The targets table: each target, its measured value, met or MISSED. */
+function targetTable(targets: ReadonlyArray<readonly [string, number, (v: number) => boolean, number]>) {
+  const lines = targets.map(
+    ([name, value, ok, digits]) => `| ${name} | ${value.toFixed(digits)} | ${ok(value) ? "met" : "MISSED"} |`,
+  );
+  return ["| target | measured | |", "|---|---:|---|", ...lines].join("\n");
 }
 
 function contactImportTargets(r: ContactImportResults | undefined) {

@@ -175,7 +175,7 @@ export async function withoutSearchIndex(
   seed: () => Promise<void>,
   log: (m: string) => void,
 ) {
-  await client.query("drop index if exists messages_text_trgm_idx");
+  await client.query("drop index if exists messages_search_idx");
   // Seeded rows are history, not changes to announce: without this, each of the 20 M messages
   // would also write an account event through the events triggers (20 minutes more of seeding).
   await client.query("set session_replication_role = replica");
@@ -183,7 +183,9 @@ export async function withoutSearchIndex(
   await client.query("reset session_replication_role");
   const started = performance.now();
   await client.query("set maintenance_work_mem = '512MB'");
-  await client.query("create index messages_text_trgm_idx on messages using gin (text gin_trgm_ops)");
+  await client.query(
+    "create index messages_search_idx on messages using gin (account_id, text gin_trgm_ops)",
+  );
   await client.query("reset maintenance_work_mem");
   log(`  message text search index: built in ${Math.round(performance.now() - started)} ms`);
 }

@@ -16,6 +16,7 @@ import { createRevocations } from "./auth/revocations.js";
 import { registerTenancyRoutes } from "./auth/routes.js";
 import { createSessions } from "./auth/session.js";
 import { registerBotsRoutes } from "./bots/routes.js";
+import { createCampaignGate } from "./campaigns/gate.js";
 import { registerCampaignRoutes } from "./campaigns/routes.js";
 import { recordCampaignSendOutcome } from "./campaigns/send.js";
 import { registerCannedResponseRoutes } from "./canned/routes.js";
@@ -253,6 +254,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // A send never waits for a slot longer than half the unknown-outcome window (30 s at most).
     maxWaitMs: Math.min(30_000, (config.sendUnknownWindowS * 1000) / 2),
     log: app.log,
+    // A campaign cancelled or paused since its sends were claimed sends no more of them.
+    campaignGoing: createCampaignGate(database.db),
     onThrottled: (phoneNumberId, rate) =>
       app.log.warn(
         { phoneNumberId, rate },

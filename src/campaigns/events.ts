@@ -73,6 +73,12 @@ export async function campaignUpdated(
   /** The counts when the caller knows them (a start: every recipient queued), saving a count. */
   known?: CampaignCounts,
 ): Promise<void> {
+  // One transaction: the event's `created_at` (now()) is then the very `last_event_at` it sets, so
+  // two events are a second apart however long the counting between the statements takes.
+  await db.transaction((tx) => writeCampaignUpdated(tx, campaignId, known));
+}
+
+async function writeCampaignUpdated(db: DbOrTx, campaignId: string, known?: CampaignCounts) {
   const [campaign] = await db
     .update(campaigns)
     .set({ lastEventAt: sql`now()` })

@@ -379,7 +379,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
   action(
     "pause",
     "Pause a running or scheduled campaign (owner only)",
-    "Sends already under way finish; nobody else is sent until `resume`.",
+    "Sends already on the wire finish; those claimed but not yet sent wait `queued`; nobody else is sent until `resume`.",
     "The campaign is not running or scheduled",
     (accountId, id) => pauseCampaignByOwner(db, accountId, id),
   );
@@ -393,7 +393,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
   action(
     "cancel",
     "Cancel a campaign (owner only)",
-    "Recipients not yet sent become `skipped` (`cancelled`).",
+    "Recipients not yet sent (queued, deferred, or claimed but not yet on the wire) become `skipped` (`cancelled`); sends already on the wire finish.",
     "The campaign is a draft, completed or cancelled already",
     (accountId, id) => cancelCampaign(db, accountId, id),
   );

@@ -10,7 +10,7 @@ import {
 } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { nextMessageTime } from "../inbox/threads.js";
-import { enqueueCampaignSends as enqueueCampaignMessages } from "../sending/outbound.js";
+import { enqueueCampaignSends as enqueueCampaignMessages, failOrphanedSends } from "../sending/outbound.js";
 import type { CampaignSendOutcome } from "../sending/outcomes.js";
 import type { OutboundMessage } from "../upstream/graph.js";
 import { campaignUpdated } from "./events.js";
@@ -39,6 +39,8 @@ const WINDOW_POLL_MS = 100;
 const FRESH_CLAIM_MS = 3_000;
 /** Older sends in flight (retries, unknown outcomes in their window): the campaign is looked at this often. */
 const IDLE_LOOK_MS = 5_000;
+/** A recipient `sending` this long is checked for a send whose jobs all failed before sending. */
+const ORPHAN_AFTER_MS = 30_000;
 /** Meta's per-user marketing limit: deferred this long, then tried once more. */
 export const DEFER_MS = 24 * 60 * 60 * 1000;
 
@@ -104,6 +106,8 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
       Math.min(CAMPAIGN_BATCH_MAX, Math.max(CAMPAIGN_BATCH, Math.ceil(context.messagesPerSecond / 4))),
     );
     if (batch <= 0 && !(await claimedLately(deps.db, campaignId))) {
+      // Sends whose jobs all failed before sending would hold the window for ever: failed, room made.
+      if ((await failOrphans(deps, campaignId)) > 0) continue;
       // The window is full of older sends (retries in backoff, unknown outcomes in their window):
       // no job waits on them; the campaign is looked at again shortly.
       await deps.db.execute(
@@ -129,6 +133,25 @@ export async function runCampaignSends(deps: AppDeps, campaignId: string): Promi
     // The window is full: the pipeline sends what is claimed before more is.
     if (claimed < 0 || inFlight) await sleep(WINDOW_POLL_MS);
   }
+}
+
+/**
+ * The campaign's recipients `sending` for over ORPHAN_AFTER_MS whose message
+ * was never claimed and has no send job left (each failed its last attempt,
+ * and failing the message then failed too): failed `send_failed`, as the
+ * pipeline records any send that never went out. Answers how many.
+ */
+async function failOrphans(deps: AppDeps, campaignId: string): Promise<number> {
+  const { rows } = await deps.db.execute<{ message_id: string }>(sql`
+    select r.message_id from ${campaignRecipients} r join ${messages} m on m.id = r.message_id
+     where r.campaign_id = ${campaignId}::uuid and r.status = 'sending'
+       and r.claimed_at < now() - ${`${ORPHAN_AFTER_MS} milliseconds`}::interval
+       and m.status = 'pending' and m.send_started_at is null and m.message_id is null
+     limit 1000`);
+  return failOrphanedSends(
+    deps,
+    rows.map((r) => r.message_id),
+  );
 }
 
 /** Whether some of the campaign's sends were handed to the pipeline within FRESH_CLAIM_MS. */
@@ -332,6 +355,33 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
     eq(campaignRecipients.messageId, outcome.messageId),
     eq(campaignRecipients.status, "sending"),
   );
+  if (outcome.status === "withdrawn") {
+    // Its campaign stopped before it went out: cancelled, the recipient is skipped; paused (or
+    // resumed since), it waits queued for its one send. The unsent message goes.
+    const [campaign] = await tx
+      .select({ status: campaigns.status })
+      .from(campaigns)
+      .where(eq(campaigns.id, outcome.campaignId));
+    const cancelled = campaign?.status === "cancelled";
+    const [moved] = await tx
+      .update(campaignRecipients)
+      .set(
+        cancelled
+          ? { status: "skipped", skippedReason: "cancelled", messageId: null, updatedAt: sql`now()` }
+          : {
+              status: "queued",
+              messageId: null,
+              attempts: sql`greatest(${campaignRecipients.attempts} - 1, 0)`,
+              updatedAt: sql`now()`,
+            },
+      )
+      .where(recipient)
+      .returning({ id: campaignRecipients.contactId });
+    if (!moved) return;
+    await tx.delete(messages).where(eq(messages.id, outcome.messageId));
+    if (!cancelled) await tx.execute(sql`select ${nextLookJob(outcome.campaignId, sql`now()`)}`);
+    return;
+  }
   if (outcome.status === "sent") {
     const moved = await tx
       .update(campaignRecipients)
@@ -446,6 +496,8 @@ async function settle(deps: AppDeps, campaignId: string): Promise<"again" | "in_
   const row = rows[0];
   // Sends just handed to the pipeline: their outcomes come within moments.
   if (row?.fresh) return "in_flight";
+  // Sends whose jobs all failed before sending: failed now (the campaign may be complete then).
+  if (row?.sending && (await failOrphans(deps, campaignId)) > 0) return "again";
   // Older sends wait for a retry or their unknown-outcome window; the last recorded wakes the job.
   let at = row?.at ? new Date(row.at) : null;
   if (row?.sending)

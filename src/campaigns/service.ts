@@ -434,7 +434,11 @@ export async function resumeCampaign(deps: Pick<AppDeps, "db" | "now">, accountI
   return campaignJson(deps.db, resumed);
 }
 
-/** Cancels: recipients not yet sent are `skipped` (`cancelled`); sends in flight finish. */
+/**
+ * Cancels: recipients queued or deferred are `skipped` (`cancelled`); those
+ * claimed but not yet on the wire are withdrawn by the send pipeline's last
+ * check and skipped too (recordCampaignSendOutcome); sends on the wire finish.
+ */
 export async function cancelCampaign(db: Db, accountId: string, id: string) {
   const row = await findCampaign(db, accountId, id);
   const cancelled = await db.transaction(async (tx) => {

@@ -65,8 +65,22 @@ export async function listContacts(
   db: Db,
   input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
 ) {
+  const rows = await contactPageQuery(db, input);
+  const page = rows.slice(0, input.limit);
+  const last = page.at(-1)?.contact;
+  return {
+    contacts: page.map(withConversation),
+    next_cursor: rows.length > input.limit && last ? encodeCursor({ at: last.createdAt, id: last.id }) : null,
+  };
+}
+
+/** The statement of one page of the filtered contacts (a row more than the page, to tell whether more follow). */
+export function contactPageQuery(
+  db: DbOrTx,
+  input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
+) {
   const after = input.cursor ? decodeCursor(input.cursor) : null;
-  const rows = await db
+  return db
     .select({ contact: contacts, conversationId: conversations.id })
     .from(contacts)
     .leftJoin(conversations, eq(conversations.contactId, contacts.id))
@@ -80,12 +94,6 @@ export async function listContacts(
     )
     .orderBy(desc(contacts.createdAt), desc(contacts.id))
     .limit(input.limit + 1);
-  const page = rows.slice(0, input.limit);
-  const last = page.at(-1)?.contact;
-  return {
-    contacts: page.map(withConversation),
-    next_cursor: rows.length > input.limit && last ? encodeCursor({ at: last.createdAt, id: last.id }) : null,
-  };
 }
 
 /** The contact with its conversation id, or null when it is not the account's. */

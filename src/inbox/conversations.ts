@@ -210,23 +210,38 @@ export async function findConversation(db: Db, accountId: string, id: string) {
   return row ?? null;
 }
 
-/** A conversation's messages in the order they were stored, each with its reactions. */
-export async function listMessages(db: Db, input: PageInput & { conversationId: string }) {
-  const after = input.cursor ? decodeCursor(input.cursor) : null;
+/**
+ * A conversation's messages in the order they were stored, each with its reactions. `newest`
+ * walks from the latest message back: the first page is the latest `limit` messages, and
+ * `next_cursor` leads to the ones before them; each page is still oldest first.
+ */
+export async function listMessages(
+  db: Db,
+  input: PageInput & { conversationId: string; order?: "oldest" | "newest" },
+) {
+  const from = input.cursor ? decodeCursor(input.cursor) : null;
+  const newest = input.order === "newest";
   const rows = await db
     .select()
     .from(messages)
     .where(
       and(
         eq(messages.conversationId, input.conversationId),
-        after
-          ? sql`(${messages.createdAt}, ${messages.id}) > (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
+        from
+          ? newest
+            ? sql`(${messages.createdAt}, ${messages.id}) < (${from.at.toISOString()}::timestamptz, ${from.id}::uuid)`
+            : sql`(${messages.createdAt}, ${messages.id}) > (${from.at.toISOString()}::timestamptz, ${from.id}::uuid)`
           : undefined,
       ),
     )
-    .orderBy(asc(messages.createdAt), asc(messages.id))
+    .orderBy(
+      ...(newest
+        ? [desc(messages.createdAt), desc(messages.id)]
+        : [asc(messages.createdAt), asc(messages.id)]),
+    )
     .limit(input.limit + 1);
-  const page = rows.slice(0, input.limit);
+  const walked = rows.slice(0, input.limit);
+  const page = newest ? [...walked].reverse() : walked;
 
   const reactions = page.length
     ? await db
@@ -247,7 +262,7 @@ export async function listMessages(db: Db, input: PageInput & { conversationId: 
     reactionsOf.set(r.messageId, list);
   }
 
-  const last = page.at(-1);
+  const last = walked.at(-1);
   return {
     messages: page.map((m) => toMessageJson(m, reactionsOf.get(m.id) ?? [])),
     next_cursor: rows.length > input.limit && last ? encodeCursor({ at: last.createdAt, id: last.id }) : null,

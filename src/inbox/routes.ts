@@ -45,6 +45,12 @@ const listQuery = pageQuery.extend({
     "Substring of the contact's name or phone, or of any message's text (at least 3 characters; indexed)",
   ),
 });
+const messagesQuery = pageQuery.extend({
+  order: z
+    .enum(["oldest", "newest"], { error: "must be oldest or newest" })
+    .optional()
+    .describe("`newest`: pages from the latest message back"),
+});
 const idParams = z.object({ id: z.string() });
 const text = storableString({ trim: true, min: 1, max: MAX_TEXT_LENGTH });
 const sendBody = z.object({ text });
@@ -218,8 +224,10 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     docs({
       tags: TAGS,
       summary: "A conversation's messages and notes, oldest first, each with its reactions",
+      description:
+        "`order=newest` pages from the latest message back (the console's thread): the first page is the latest `limit` messages, `next_cursor` leads to the ones before them; each page is oldest first either way.",
       params: idParams,
-      querystring: pageQuery,
+      querystring: messagesQuery,
       responses: {
         200: "`{ messages, next_cursor }`",
         400: "Bad limit or cursor",
@@ -231,7 +239,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
       const { conversation } = await conversationOf(accountId, request.params.id);
-      const page = parse(pageQuery, request.query);
+      const page = parse(messagesQuery, request.query);
       return listMessages(db, { conversationId: conversation.id, ...page });
     },
   );

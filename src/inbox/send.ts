@@ -159,7 +159,8 @@ export async function sendAgentText(
     limit: config.messagesPerSecond,
     priority: "customer",
   });
-  if (sent.kind === "released") {
+  // An agent's send carries no campaign: never withdrawn, handled as released if it were.
+  if (sent.kind === "released" || sent.kind === "withdrawn") {
     const message = await store({
       status: "failed",
       error: { message: "Not sent: the service was shutting down" },

@@ -134,6 +134,9 @@ interface Claimed {
   phoneNumberId: string | null;
   accessToken: string | null;
   limit: number | null;
+  campaignId: string | null;
+  /** No resend of an unknown outcome: the message never reached Meta if this try does not go. */
+  firstTry: boolean;
 }
 
 /**
@@ -151,9 +154,10 @@ async function claimSend(deps: AppDeps, payload: SendPayload): Promise<Claimed |
       update ${messages} set send_started_at = ${deps.now().toISOString()}::timestamptz
        where id = ${payload.messageId} and status = 'pending' and send_started_at is null
          and message_id is null
-      returning account_id, conversation_id, type, text, payload
+      returning account_id, conversation_id, type, text, payload, campaign_id, send_resent_at
     )
     select c.account_id as "accountId", c.type, c.text, c.payload,
+           c.campaign_id as "campaignId", c.send_resent_at is null as "firstTry",
            k.id as "contactId", k.phone, k.wa_id as "waId",
            r.status as "runStatus", r.awaiting_message_id as "awaiting",
            mc.phone_number_id as "phoneNumberId", mc.access_token as "accessToken",
@@ -272,6 +276,8 @@ export async function startSend(deps: AppDeps, payload: SendPayload): Promise<vo
     message: outbound,
     limit: target.limit,
     priority,
+    // Checked once more before the HTTP call: a cancel or pause since the claim withdraws it.
+    campaignId: claimed.firstTry ? claimed.campaignId : null,
   });
   deps.sends.track(
     result
@@ -315,6 +321,31 @@ async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorde
         { ...payload },
         { jobKey: settleKey(payload.messageId), maxAttempts: 5 },
       );
+    });
+    return;
+  }
+  if (result.kind === "withdrawn") {
+    // Never went out, and never will: its campaign was cancelled or paused since the claim.
+    await deps.db.transaction(async (tx) => {
+      await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+      const [message] = await tx
+        .select({ campaignId: messages.campaignId })
+        .from(messages)
+        .where(
+          and(
+            eq(messages.id, payload.messageId),
+            eq(messages.status, "pending"),
+            sql`${messages.messageId} is null`,
+          ),
+        )
+        .for("update");
+      if (message?.campaignId) {
+        await campaignSendOutcome(tx, {
+          messageId: payload.messageId,
+          campaignId: message.campaignId,
+          status: "withdrawn",
+        });
+      }
     });
     return;
   }
@@ -414,18 +445,76 @@ async function continueRun(
   );
 }
 
+const ABANDONED =
+  "The message could not be sent: its send job failed every attempt before the request went out";
+
+/**
+ * A send job's last attempt failed before its claim (the message never went
+ * out, no settle job exists): the message is `failed` (a campaign recipient
+ * too, `send_failed`, which retry-failed requeues) instead of `pending` for
+ * ever. Nothing happens to a message whose send was claimed: its settle job
+ * resolves it.
+ */
+export async function abandonUnsentSend(deps: AppDeps, payload: SendPayload, cause: unknown) {
+  deps.log.error(
+    { err: cause, messageId: payload.messageId },
+    "a send job failed its last attempt before sending: the message is failed",
+  );
+  await recordFailure(deps, payload, { message: ABANDONED }, "send_failed", { unsentOnly: true });
+}
+
+/**
+ * Messages of the given ids that are `pending`, not claimed and have no send
+ * or settle job left that could still run (their jobs failed every attempt):
+ * each is failed as abandonUnsentSend does (a resend's: `unknown_outcome`, its
+ * first try may have reached Meta). Answers how many were failed.
+ */
+export async function failOrphanedSends(deps: AppDeps, messageIds: string[]): Promise<number> {
+  if (messageIds.length === 0) return 0;
+  const { rows } = await deps.db.execute<{ id: string; resent: boolean }>(sql`
+    select m.id, m.send_resent_at is not null as resent from ${messages} m
+     where m.id = any(${sql.param(messageIds)}::uuid[])
+       and m.status = 'pending' and m.send_started_at is null and m.message_id is null
+       and m.id::text not in (
+         select j.payload->>'messageId' from graphile_worker._private_jobs j
+           join graphile_worker._private_tasks t on t.id = j.task_id
+          where t.identifier in (${SEND_MESSAGE_TASK}, ${SEND_BOT_MESSAGE_TASK}, ${SETTLE_SEND_TASK})
+            and j.payload->>'messageId' is not null
+            and (j.attempts < j.max_attempts or j.locked_at is not null))`);
+  for (const row of rows) {
+    deps.log.error({ messageId: row.id }, "a send whose jobs all failed before sending is failed");
+    await recordFailure(
+      deps,
+      { messageId: row.id },
+      row.resent ? { message: UNKNOWN_OUTCOME, kind: "unknown_outcome" } : { message: ABANDONED },
+      "send_failed",
+      { unsentOnly: true },
+    );
+  }
+  return rows.length;
+}
+
 /** Marks the message failed and ends its run `failed` (when it still waits for this message). */
 async function recordFailure(
   deps: AppDeps,
   payload: SendPayload,
   error: Record<string, unknown> & { message: string },
   reason: string,
+  options: { unsentOnly?: boolean } = {},
 ) {
   const message = await deps.db.transaction(async (tx) => {
     const [failed] = await tx
       .update(messages)
       .set({ status: "failed", error, updatedAt: deps.now() })
-      .where(and(eq(messages.id, payload.messageId), eq(messages.status, "pending")))
+      .where(
+        and(
+          eq(messages.id, payload.messageId),
+          eq(messages.status, "pending"),
+          options.unsentOnly
+            ? sql`${messages.sendStartedAt} is null and ${messages.messageId} is null`
+            : undefined,
+        ),
+      )
       .returning({
         accountId: messages.accountId,
         conversationId: messages.conversationId,

@@ -12,7 +12,11 @@ export interface CampaignSendOutcome {
   /** Our id of the message (its `biz_opaque_callback_data`). */
   messageId: string;
   campaignId: string;
-  status: "sent" | "failed";
+  /**
+   * `withdrawn`: never sent, its campaign was cancelled or paused after the
+   * claim (the handler moves the recipient and removes the unsent message).
+   */
+  status: "sent" | "failed" | "withdrawn";
   /** On `failed`: what the pipeline stored as the message's error (GraphApiError.toJSON(), or ours). */
   error?: Record<string, unknown> & { message: string };
 }

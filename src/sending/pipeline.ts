@@ -24,13 +24,21 @@ export interface QueuedSend {
   /** The number's `messages_per_second`. */
   limit: number;
   priority: SendPriority;
+  /**
+   * A campaign message's first try: its campaign is checked once more right
+   * before the HTTP call (`campaignGoing`), so that a cancel or a pause stops
+   * the sends claimed but not yet on the wire.
+   */
+  campaignId?: string | null;
 }
 
 export type SendResult =
   | { kind: "sent"; sent: SentMessage }
   | { kind: "error"; error: unknown }
   /** Never went out: the instance is closing, or it waited longer than `maxWaitMs` for a slot. */
-  | { kind: "released" };
+  | { kind: "released" }
+  /** Never went out: its campaign was cancelled or paused since the send was claimed. */
+  | { kind: "withdrawn" };
 
 export interface SendPipeline {
   /** Resolves when Meta answered (or the send was released unsent); never rejects. */
@@ -65,6 +73,12 @@ export interface PipelineOptions {
   maxWaitMs?: number;
   /** The upstream call's own timeout (the Graph client's, default 10 s). */
   callTimeoutMs?: number;
+  /**
+   * Whether a campaign still sends (not cancelled, not paused), asked right
+   * before each of its sends' HTTP call; an answer may be reused for a moment.
+   * A failure to answer counts as yes.
+   */
+  campaignGoing?: (campaignId: string) => Promise<boolean>;
   /** Called when Meta refuses for throughput: the number's rate goes down (AIMD). */
   onThrottled?: (phoneNumberId: string, rate: number) => void;
   log?: { warn(o: object, m: string): void };
@@ -146,24 +160,32 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
   const fly = (w: Waiting) => {
     flying += 1;
     const { item } = w;
-    const call = options.graph.sendMessage(item.token, item.phoneNumberId, item.to, item.message, {
-      callbackData: item.messageId ?? undefined,
-    });
-    const done = call.then(
-      (sent): SendResult => ({ kind: "sent", sent }),
-      (error: unknown): SendResult => {
-        const code = (error as { code?: unknown }).code;
-        if (typeof code === "number" && THROUGHPUT_CODES.has(code)) {
-          track(
-            options.rate.slowDown(item.phoneNumberId, item.limit).then(
-              (rate) => options.onThrottled?.(item.phoneNumberId, rate),
-              () => undefined,
-            ),
-          );
-        }
-        return { kind: "error", error };
-      },
-    );
+    const send = (): Promise<SendResult> =>
+      options.graph
+        .sendMessage(item.token, item.phoneNumberId, item.to, item.message, {
+          callbackData: item.messageId ?? undefined,
+        })
+        .then((sent): SendResult => ({ kind: "sent", sent }), failed);
+    const failed = (error: unknown): SendResult => {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code === "number" && THROUGHPUT_CODES.has(code)) {
+        track(
+          options.rate.slowDown(item.phoneNumberId, item.limit).then(
+            (rate) => options.onThrottled?.(item.phoneNumberId, rate),
+            () => undefined,
+          ),
+        );
+      }
+      return { kind: "error", error };
+    };
+    const going = options.campaignGoing;
+    // The last check before the wire: a campaign cancelled or paused since the claim sends no more.
+    const done =
+      item.campaignId && going
+        ? going(item.campaignId)
+            .catch(() => true)
+            .then((yes): Promise<SendResult> | SendResult => (yes ? send() : { kind: "withdrawn" }))
+        : send();
     track(
       done.then((result) => {
         flying -= 1;

@@ -452,6 +452,12 @@ describe("running a campaign", () => {
       await api(b.user.headers, "GET", `/api/campaigns/${campaign.id}/recipients?status=deferred`)
     ).json();
     expect(deferred.recipients[0]).toMatchObject({ error_code: "131049" });
+    // Deferred a day (Meta's per-user marketing limit), then tried once more.
+    const { rows: due } = await s.t.database.db.execute<{ hours: number }>(sql`
+      select extract(epoch from next_attempt_at - now()) / 3600 as hours
+        from campaign_recipients where campaign_id = ${campaign.id} and status = 'deferred'`);
+    expect(Number(due[0]?.hours)).toBeGreaterThan(23.9);
+    expect(Number(due[0]?.hours)).toBeLessThanOrEqual(24);
 
     // The day is over: tried once more, and it goes.
     await s.t.database.db.execute(

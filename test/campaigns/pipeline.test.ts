@@ -223,3 +223,192 @@ describe("customer-facing sends first", () => {
     }
   }, 60_000);
 });
+
+describe("a campaign send job that fails every attempt before its claim", () => {
+  /** The send jobs' next attempts are due now (graphile-worker backs them off for seconds). */
+  async function retriesDue() {
+    for (let i = 0; i < 4; i++) await windowEnds();
+  }
+
+  it("fails the recipient send_failed (the campaign completes), and retry-failed sends it once", async () => {
+    const b = await ready();
+    const [person] = await addContacts(s.t, b.accountId, 1);
+    const sends = s.t.app.deps.sends;
+    const admit = sends.admit.bind(sends);
+    // Every attempt of the campaign's send job fails before it claims the message.
+    sends.admit = (priority) =>
+      priority === "campaign" ? Promise.reject(new Error("the database went away")) : admit(priority);
+    let id: string;
+    try {
+      id = await startedCampaign(b);
+      await s.t.app.deps.jobs.drain();
+      await retriesDue();
+    } finally {
+      sends.admit = admit;
+    }
+    expect(templateSends(b)).toHaveLength(0);
+    const failed = await recipient(id);
+    expect(failed).toMatchObject({ status: "failed", error_code: "send_failed" });
+    const { rows } = await s.t.database.db.execute<{ status: string }>(
+      sql`select status from messages where id = ${failed.message_id}`,
+    );
+    expect(rows[0]?.status).toBe("failed");
+    expect(await campaignOf(b, id)).toMatchObject({
+      status: "completed",
+      counts: { total: 1, failed: 1, sent: 0 },
+    });
+
+    const retried = await api(b, "POST", `/api/campaigns/${id}/retry-failed`);
+    expect(retried.statusCode, retried.body).toBe(200);
+    await s.t.app.deps.jobs.drain();
+    expect(templateSends(b).map((body) => body.to)).toEqual([person?.phone]);
+    expect(await recipient(id)).toMatchObject({ status: "sent", error_code: null });
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1, failed: 0 } });
+  }, 30_000);
+
+  it("is failed by the campaign when failing the message failed too (its jobs exhausted, nothing left)", async () => {
+    const b = await ready();
+    await addContacts(s.t, b.accountId, 2);
+    const sends = s.t.app.deps.sends;
+    const admit = sends.admit.bind(sends);
+    sends.admit = (priority) =>
+      priority === "campaign" ? Promise.reject(new Error("the database went away")) : admit(priority);
+    let id: string;
+    try {
+      id = await startedCampaign(b);
+      await s.t.app.deps.jobs.drain();
+      // Their jobs used up their attempts with nobody recording it (the last attempt's own record failed).
+      await s.t.database.pool.query(
+        `update graphile_worker._private_jobs j set attempts = max_attempts
+           from graphile_worker._private_tasks t where t.id = j.task_id and t.identifier = 'send-message'`,
+      );
+    } finally {
+      sends.admit = admit;
+    }
+    const { rows: stuck } = await s.t.database.db.execute<{ status: string }>(
+      sql`select status from campaign_recipients where campaign_id = ${id}`,
+    );
+    expect(stuck.map((r) => r.status)).toEqual(["sending", "sending"]);
+    // Claimed a while ago: the campaign's next look finds nothing that could still send them.
+    await s.t.database.pool.query(
+      "update campaign_recipients set claimed_at = now() - interval '5 minutes' where campaign_id = $1",
+      [id],
+    );
+    await windowEnds();
+    await windowEnds();
+    expect(templateSends(b)).toHaveLength(0);
+    expect(await campaignOf(b, id)).toMatchObject({
+      status: "completed",
+      counts: { total: 2, failed: 2 },
+    });
+    const failed = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
+    expect(failed.recipients.map((r: Json) => r.error_code)).toEqual(["send_failed", "send_failed"]);
+  }, 30_000);
+});
+
+describe("sends claimed but not yet on the wire", () => {
+  /** A campaign of `count` at 5 a second: every recipient is claimed at once (the claim is 25 at least). */
+  async function slowCampaign(b: Business, count: number) {
+    await s.t.database.pool.query(
+      "update messaging_configs set messages_per_second = 5 where account_id = $1",
+      [b.accountId],
+    );
+    const people = await addContacts(s.t, b.accountId, count);
+    const id = await startedCampaign(b);
+    const started = Date.now();
+    while (templateSends(b).length < 2) {
+      if (Date.now() - started > 15_000) throw new Error("the campaign did not start sending");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from campaign_recipients where campaign_id = ${id} and status = 'queued'`,
+    );
+    // Nothing is left to claim: what stops now is stopped between the claim and the wire.
+    expect(rows[0]?.n).toBe(0);
+    return { id, people };
+  }
+
+  it("are not sent once the campaign is cancelled: those recipients are skipped (cancelled)", async () => {
+    const b = await ready();
+    const { id } = await slowCampaign(b, 20);
+    const cancelled = await api(b, "POST", `/api/campaigns/${id}/cancel`);
+    expect(cancelled.statusCode, cancelled.body).toBe(200);
+    const atCancel = templateSends(b).length;
+    await s.t.app.deps.jobs.drain();
+    const sent = templateSends(b);
+    // At most the send already on its way (one slot at 5 a second), not the rest of those claimed.
+    expect(sent.length).toBeLessThanOrEqual(atCancel + 1);
+    expect(sent.length).toBeLessThan(12);
+    const campaign = await campaignOf(b, id);
+    expect(campaign.status).toBe("cancelled");
+    expect(campaign.counts).toMatchObject({ total: 20, sent: sent.length, skipped: 20 - sent.length });
+    const skipped = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=skipped`)).json();
+    expect(skipped.recipients).toHaveLength(20 - sent.length);
+    for (const r of skipped.recipients)
+      expect(r).toMatchObject({ skipped_reason: "cancelled", message_id: null });
+    // Their unsent messages are gone from the conversations; the sent ones stay.
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from messages where campaign_id = ${id}`,
+    );
+    expect(rows[0]?.n).toBe(sent.length);
+  }, 60_000);
+
+  it("wait while the campaign is paused, and each goes exactly once after resume", async () => {
+    const b = await ready();
+    const { id, people } = await slowCampaign(b, 12);
+    const paused = await api(b, "POST", `/api/campaigns/${id}/pause`);
+    expect(paused.statusCode, paused.body).toBe(200);
+    await s.t.app.deps.jobs.drain();
+    const whilePaused = templateSends(b).length;
+    expect(whilePaused).toBeLessThan(12);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(templateSends(b)).toHaveLength(whilePaused);
+    const counts = (await campaignOf(b, id)).counts;
+    expect(counts).toMatchObject({ sent: whilePaused, queued: 12 - whilePaused });
+
+    const resumed = await api(b, "POST", `/api/campaigns/${id}/resume`);
+    expect(resumed.statusCode, resumed.body).toBe(200);
+    const started = Date.now();
+    while ((await campaignOf(b, id)).status !== "completed") {
+      if (Date.now() - started > 30_000) throw new Error("the resumed campaign did not complete");
+      await s.t.app.deps.jobs.drain();
+    }
+    const to = templateSends(b).map((body) => body.to as string);
+    expect(to.sort()).toEqual(people.map((p) => p.phone).sort());
+    expect(await campaignOf(b, id)).toMatchObject({ counts: { sent: 12, skipped: 0 } });
+  }, 60_000);
+});
+
+describe("a template Meta paused since the campaign started", () => {
+  it("pauses the campaign with paused_reason on Meta's 132015; the refused recipient waits queued and goes after resume", async () => {
+    const b = await ready();
+    const people = await addContacts(s.t, b.accountId, 3);
+    s.sandbox.inject(
+      { method: "POST", path: /\/messages$/ },
+      { status: 400, error: { code: 132015, message: "Template is paused" } },
+    );
+    const id = await startedCampaign(b);
+    await s.t.app.deps.jobs.drain();
+    const paused = await campaignOf(b, id);
+    expect(paused).toMatchObject({ status: "paused", paused_reason: "template_paused" });
+    const refusedAndSent = templateSends(b).length;
+    // The refused one (Meta never took it) and any withdrawn before their call wait queued.
+    expect(paused.counts.queued).toBeGreaterThanOrEqual(1);
+    expect(paused.counts.sent + paused.counts.queued).toBe(3);
+    expect(paused.counts.sent).toBe(refusedAndSent - 1);
+    const { rows } = await s.t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from messages where campaign_id = ${id}`,
+    );
+    expect(rows[0]?.n).toBe(paused.counts.sent);
+
+    const resumed = await api(b, "POST", `/api/campaigns/${id}/resume`);
+    expect(resumed.statusCode, resumed.body).toBe(200);
+    expect(resumed.json().campaign.paused_reason).toBeNull();
+    await s.t.app.deps.jobs.drain();
+    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 3 } });
+    const to = templateSends(b).map((body) => body.to as string);
+    // Each recipient has the template once, plus the one send Meta refused.
+    expect(to).toHaveLength(4);
+    expect(new Set(to)).toEqual(new Set(people.map((p) => p.phone)));
+  }, 30_000);
+});

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { contactPageQuery } from "../../src/contacts/contacts.js";
 import { conversationPageQuery } from "../../src/inbox/conversations.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 
 /**
  * Search at 10,000 conversations (30,000 messages) in one account, beside
  * another account of the same size: it finds by name, phone and message text,
- * and its plan reads the trigram indexes, never every message.
+ * and its plan reads the account-scoped trigram indexes (account_id and the
+ * trigrams in one GIN index), never every message.
  */
 const CONVERSATIONS = 10_000;
 
@@ -93,14 +95,26 @@ describe("inbox search at 10,000 conversations", () => {
 
   it("reads the trigram indexes of names, phones and message texts, never every message", async () => {
     const plan = await planOf("a1b2c3d4");
-    expect(plan).toContain("messages_text_trgm_idx");
-    expect(plan).toContain("contacts_name_trgm_idx");
+    expect(plan).toContain("messages_search_idx");
+    expect(plan).toContain("contacts_search_idx");
     expect(plan).not.toMatch(
       /"Node Type":"Seq Scan","Parent Relationship":"[^"]*","Parallel Aware":(true|false),"Async Capable":(true|false),"Relation Name":"messages"/,
     );
     expect(plan).not.toMatch(/Seq Scan[^}]*"Relation Name":"messages"/);
     const byPhone = await planOf("1000004321");
-    expect(byPhone).toContain("contacts_phone_trgm_idx");
-    expect(byPhone).toContain("messages_text_trgm_idx");
+    expect(byPhone).toContain("contacts_search_idx");
+    expect(byPhone).toContain("messages_search_idx");
+  });
+
+  it("matches inside the account in the index itself: each trigram condition comes with the account", async () => {
+    const plan = await planOf("Customer 4321 ");
+    const conditions = [...plan.matchAll(/"Index Cond":"([^"]*~~\*[^"]*)"/g)].map((m) => m[1]);
+    expect(conditions.length).toBeGreaterThanOrEqual(2);
+    for (const condition of conditions) expect(condition).toContain("account_id = ");
+    const query = contactPageQuery(t.database.db, { accountId, limit: 50, q: "Customer 4321 " }).toSQL();
+    const { rows } = await t.database.pool.query(`explain (format json) ${query.sql}`, query.params);
+    const contactPlan = JSON.stringify(rows[0]["QUERY PLAN"]);
+    expect(contactPlan).toContain("contacts_search_idx");
+    expect(contactPlan).not.toMatch(/Seq Scan[^}]*"Relation Name":"contacts"/);
   });
 });

@@ -210,3 +210,42 @@ describe("priority", () => {
     expect(calls.filter((c) => c.to.startsWith("campaign"))).toHaveLength(sent);
   }, 20_000);
 });
+
+describe("the last check before the wire", () => {
+  it("withdraws a campaign's sends once it stops, without calling Meta; other sends are not asked about", async () => {
+    const calls: Call[] = [];
+    const number = phone();
+    let going = true;
+    const asked: string[] = [];
+    const pipeline = createSendPipeline({
+      graph: fakeGraph(calls),
+      rate: postgresSendRate(pool()),
+      maxInFlight: 64,
+      campaignGoing: async (campaignId) => {
+        asked.push(campaignId);
+        return going;
+      },
+    });
+    const campaignSend = (to: string) =>
+      pipeline.send({
+        messageId: null,
+        phoneNumberId: number,
+        token: "token",
+        to,
+        message: { type: "text", text: { body: to } },
+        limit: 10,
+        priority: "campaign",
+        campaignId: "c1",
+      });
+    const first = await campaignSend("c-before");
+    going = false;
+    const results = await Promise.all([campaignSend("c-after-1"), campaignSend("c-after-2")]);
+    const reply = await send(pipeline, number, "reply", 10, "customer");
+    await pipeline.close();
+    expect(first.kind).toBe("sent");
+    expect(results.map((r) => r.kind)).toEqual(["withdrawn", "withdrawn"]);
+    expect(reply.kind).toBe("sent");
+    expect(calls.map((c) => c.to)).toEqual(["c-before", "reply"]);
+    expect(asked).toEqual(["c1", "c1", "c1"]);
+  }, 20_000);
+});

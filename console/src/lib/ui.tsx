@@ -9,6 +9,7 @@ import {
   type LucideIcon,
   Moon,
   Paperclip,
+  Plus,
   Smile,
   Sun,
   TriangleAlert,
@@ -104,6 +105,7 @@ export function Badge({ tone = "neutral", children }: { tone?: string; children:
 export const ICONS = {
   attach: Paperclip,
   smile: Smile,
+  plus: Plus,
   back: ChevronLeft,
   close: X,
   copy: Copy,

@@ -51,9 +51,15 @@ export const contacts = pgTable(
       t.createdAt.desc().nullsFirst(),
       t.id.desc().nullsFirst(),
     ),
-    // Search (pg_trgm): any substring of a name or phone; tag filters.
-    index("contacts_name_trgm_idx").using("gin", t.name.op("gin_trgm_ops")),
-    index("contacts_phone_trgm_idx").using("gin", t.phone.op("gin_trgm_ops")),
+    // Search (pg_trgm, scoped by btree_gin's account_id): any substring of a name, phone or username.
+    index("contacts_search_idx").using(
+      "gin",
+      t.accountId,
+      t.name.op("gin_trgm_ops"),
+      t.phone.op("gin_trgm_ops"),
+      t.username.op("gin_trgm_ops"),
+    ),
+    // Tag filters.
     index("contacts_tags_idx").using("gin", t.tags),
   ],
 );
@@ -168,8 +174,8 @@ export const messages = pgTable(
     index("messages_campaign_conversation_idx")
       .on(t.conversationId, t.createdAt)
       .where(sql`${t.campaignId} is not null`),
-    // Inbox search by message text (pg_trgm): any substring, at any number of messages.
-    index("messages_text_trgm_idx").using("gin", t.text.op("gin_trgm_ops")),
+    // Inbox search by message text (pg_trgm, scoped by btree_gin's account_id): any substring.
+    index("messages_search_idx").using("gin", t.accountId, t.text.op("gin_trgm_ops")),
   ],
 );
 

@@ -1,4 +1,4 @@
-import { type SendPayload, settleSend, startSend } from "../../sending/outbound.js";
+import { abandonUnsentSend, type SendPayload, settleSend, startSend } from "../../sending/outbound.js";
 import type { Task } from "../types.js";
 
 export { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../sending/outbound.js";
@@ -9,11 +9,23 @@ export { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../sendin
  * pipeline. The job ends before Meta answers; the answer is recorded when it
  * comes, and the message's settle job resolves whatever interrupts that.
  */
-export const sendBotMessage: Task = async (raw, deps) => {
+export const sendBotMessage: Task = async (raw, deps, job) => {
+  const payload = raw as unknown as SendPayload;
   // Tracked: a shutdown waits for a send being claimed, so that it is handed back, not left claimed.
-  const work = startSend(deps, raw as unknown as SendPayload);
+  const work = startSend(deps, payload);
   deps.sends.track(work);
-  await work;
+  try {
+    await work;
+  } catch (error) {
+    // The last attempt: a message never claimed would stay `pending` (its recipient `sending`) for ever.
+    if (job.attempt >= job.maxAttempts) {
+      await abandonUnsentSend(deps, payload, error).catch((failure: unknown) =>
+        // The campaign's claim job fails it later (failOrphanedSends).
+        deps.log.error({ err: failure, messageId: payload.messageId }, "failing an abandoned send failed"),
+      );
+    }
+    throw error;
+  }
 };
 
 /** Resolves a send that was interrupted, handed back or named by a status webhook (see sending/outbound.ts). */

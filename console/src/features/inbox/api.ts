@@ -1,4 +1,5 @@
 import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import { useMemo } from "react";
 import { api, listOf } from "../../lib/api";
 import { pollInterval } from "../../lib/live";
 import type {
@@ -119,28 +120,40 @@ export function useCounts() {
   });
 }
 
-/** Every message of a conversation, oldest first. */
+/** How many messages a page of the thread holds. */
+export const MESSAGE_PAGE = 100;
+
+/**
+ * A conversation's messages, oldest first, read from the latest back a page at a time: the
+ * thread opens on the latest page, and `fetchNextPage` brings the page before the oldest shown.
+ */
 export function useMessages(conversationId: string | undefined) {
-  return useQuery({
+  const query = useInfiniteQuery({
     queryKey: inboxKeys.messages(conversationId),
     enabled: Boolean(conversationId),
-    queryFn: async () => {
-      const all: Message[] = [];
-      let cursor: string | null = null;
-      for (let page = 0; page < 20; page++) {
-        const params = new URLSearchParams({ limit: "200" });
-        if (cursor) params.set("cursor", cursor);
-        const result: { messages: Message[]; next_cursor: string | null } = await api(
-          `/api/conversations/${conversationId}/messages?${params}`,
-        );
-        all.push(...result.messages);
-        cursor = result.next_cursor;
-        if (!cursor) break;
-      }
-      return all;
+    initialPageParam: null as string | null,
+    queryFn: ({ pageParam }) => {
+      const params = new URLSearchParams({ limit: String(MESSAGE_PAGE), order: "newest" });
+      if (pageParam) params.set("cursor", pageParam);
+      return api<{ messages: Message[]; next_cursor: string | null }>(
+        `/api/conversations/${conversationId}/messages?${params}`,
+      );
     },
+    getNextPageParam: (last) => last.next_cursor,
     refetchInterval: pollInterval,
   });
+  const pages = query.data?.pages;
+  const messages = useMemo(
+    () => (pages ? pages.toReversed().flatMap((p) => p.messages) : undefined),
+    [pages],
+  );
+  return {
+    data: messages,
+    isPending: query.isPending,
+    hasOlder: query.hasNextPage,
+    loadingOlder: query.isFetchingNextPage,
+    loadOlder: query.fetchNextPage,
+  };
 }
 
 export function useMembers() {

@@ -1,8 +1,9 @@
 import { useMutation } from "@tanstack/react-query";
-import { type FormEvent, type KeyboardEvent, useEffect, useId, useRef, useState } from "react";
+import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useId, useRef, useState } from "react";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
 import { addNote, sendMedia, sendTemplate, sendText, useCannedResponses, useTemplates } from "./api";
+import { EmojiPopover } from "./emoji-popover";
 
 function placeholders(t: WaTemplate) {
   const body = t.components.find((c) => c.type.toUpperCase() === "BODY")?.text ?? "";
@@ -88,6 +89,19 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
   // A chosen file waits here, previewed, until the agent sends it (or takes it back).
   const [attachment, setAttachment] = useState<{ file: File; url: string | null } | null>(null);
   const suggestionsId = useId();
+  const [pickingEmoji, setPickingEmoji] = useState(false);
+  const closeEmoji = useCallback(() => setPickingEmoji(false), []);
+  /** Puts an emoji where the cursor is (or at the end), and the cursor after it. */
+  const insertEmoji = (emoji: string) => {
+    const area = textRef.current;
+    const start = area?.selectionStart ?? text.length;
+    const end = area?.selectionEnd ?? text.length;
+    setText(text.slice(0, start) + emoji + text.slice(end));
+    requestAnimationFrame(() => {
+      area?.focus();
+      area?.setSelectionRange(start + emoji.length, start + emoji.length);
+    });
+  };
 
   // The keyboard shortcuts "r" and "n" (inbox-page) open the composer in that mode.
   useEffect(() => {
@@ -264,6 +278,16 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
             </button>
           </>
         ) : null}
+        <button
+          type="button"
+          className="icon-btn"
+          aria-label="Insert emoji"
+          aria-expanded={pickingEmoji}
+          onClick={() => setPickingEmoji((p) => !p)}
+        >
+          <Icon d={ICONS.smile} />
+        </button>
+        {pickingEmoji ? <EmojiPopover label="Emoji" onPick={insertEmoji} onClose={closeEmoji} /> : null}
         <textarea
           ref={textRef}
           aria-label={mode === "note" ? "Internal note" : "Message"}

@@ -1,10 +1,101 @@
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useState } from "react";
+import { errorText } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
-import { contactKeys, updateContact } from "../contacts/api";
+import {
+  type AttributeDefinition,
+  contactKeys,
+  fetchAttributeDefinitions,
+  updateContact,
+} from "../contacts/api";
 import { inboxKeys } from "./api";
+
+/**
+ * One defined attribute, edited as its type asks: a text box, a number box, a
+ * date picker, a yes/no switch or the list's options. A changed value is saved
+ * when the field is left (or at once for the switch and the list); an empty one
+ * removes the attribute.
+ */
+function AttributeField(props: {
+  definition: AttributeDefinition;
+  value: string | undefined;
+  onSave: (value: string | undefined) => void;
+}) {
+  const { definition, value } = props;
+  const [draft, setDraft] = useState(value ?? "");
+  const [editing, setEditing] = useState(false);
+  // The switch and the list show a choice at once; the stored value (or another agent's) follows.
+  const [chosen, setChosen] = useState(value ?? "");
+  useEffect(() => setChosen(value ?? ""), [value]);
+  const choose = (next: string) => {
+    setChosen(next);
+    props.onSave(next === "" ? undefined : next);
+  };
+  // The stored value (and another agent's change) shows when the field is not being edited.
+  if (!editing && (value ?? "") !== draft) setDraft(value ?? "");
+  const commit = () => {
+    setEditing(false);
+    const next = draft.trim();
+    if (next !== (value ?? "")) props.onSave(next === "" ? undefined : next);
+  };
+  const id = `attribute-${definition.key}`;
+  const label = (
+    <label htmlFor={id} className="attribute-label">
+      {definition.label}
+    </label>
+  );
+  if (definition.type === "boolean")
+    return (
+      <div className="attribute-field attribute-field-check">
+        <input
+          id={id}
+          type="checkbox"
+          checked={chosen === "true"}
+          onChange={(e) => choose(e.target.checked ? "true" : "false")}
+        />
+        {label}
+      </div>
+    );
+  if (definition.type === "list")
+    return (
+      <div className="attribute-field">
+        {label}
+        <select id={id} value={chosen} onChange={(e) => choose(e.target.value)}>
+          <option value="">—</option>
+          {(definition.options ?? []).map((o) => (
+            <option key={o} value={o}>
+              {o}
+            </option>
+          ))}
+        </select>
+      </div>
+    );
+  return (
+    <div className="attribute-field">
+      {label}
+      <input
+        id={id}
+        type={definition.type === "number" ? "number" : definition.type === "date" ? "date" : "text"}
+        step={definition.type === "number" ? "any" : undefined}
+        value={draft}
+        onFocus={() => setEditing(true)}
+        onChange={(e) => {
+          setEditing(true);
+          setDraft(e.target.value);
+        }}
+        onBlur={commit}
+        onKeyDown={(e) => {
+          if (e.key === "Enter") {
+            e.preventDefault();
+            commit();
+          }
+        }}
+      />
+    </div>
+  );
+}
 
 export function ContactPanel(props: {
   contact: Contact;
@@ -42,6 +133,17 @@ export function ContactPanel(props: {
   });
   const saveTags = { mutate: (tags: string[]) => save.mutate({ tags }) };
   const attributes = props.contact.attributes ?? {};
+  const definitions = useQuery({
+    queryKey: contactKeys.attributes,
+    queryFn: fetchAttributeDefinitions,
+  });
+  const defined = definitions.data ?? [];
+  const definedKeys = new Set(defined.map((d) => d.key));
+  const freeAttributes = Object.entries(attributes).filter(([key]) => !definedKeys.has(key));
+  const saveAttribute = (key: string, value: string | undefined) => {
+    const { [key]: _old, ...rest } = attributes;
+    save.mutate({ attributes: value === undefined ? rest : { ...rest, [key]: value } });
+  };
   const saveName = (e: FormEvent) => {
     e.preventDefault();
     save.mutate({ name: name.trim() || null });
@@ -133,9 +235,21 @@ export function ContactPanel(props: {
         </button>
       </form>
       <h3>Attributes</h3>
+      {defined.length ? (
+        <fieldset className="attribute-fields" aria-label="Defined attributes">
+          {defined.map((d) => (
+            <AttributeField
+              key={d.key}
+              definition={d}
+              value={attributes[d.key]}
+              onSave={(value) => saveAttribute(d.key, value)}
+            />
+          ))}
+        </fieldset>
+      ) : null}
       <dl className="attribute-list" aria-label="Attributes">
-        {Object.keys(attributes).length === 0 ? <p className="muted">No attributes</p> : null}
-        {Object.entries(attributes).map(([key, value]) => (
+        {freeAttributes.length === 0 && defined.length === 0 ? <p className="muted">No attributes</p> : null}
+        {freeAttributes.map(([key, value]) => (
           <div key={key} className="attribute-row">
             <dt>{key}</dt>
             <dd>{value}</dd>
@@ -167,7 +281,7 @@ export function ContactPanel(props: {
           Set
         </button>
       </form>
-      <FormError error={save.error?.message} />
+      <FormError error={save.error ? errorText(save.error) : undefined} />
     </aside>
   );
 }

@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
-import { Fragment, useEffect, useRef, useState } from "react";
+import { Fragment, useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { Link } from "wouter";
 
 import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/format";
@@ -19,6 +19,7 @@ import {
 import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
+import { EmojiPopover } from "./emoji-popover";
 
 const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
 
@@ -173,6 +174,8 @@ function Bubble(props: {
 }) {
   const { m } = props;
   const [picking, setPicking] = useState(false);
+  const [pickingMore, setPickingMore] = useState(false);
+  const closeMore = useCallback(() => setPickingMore(false), []);
   const mine = m.reactions?.find((r) => r.actor_type === "agent" && r.actor_id === props.myId)?.emoji;
   if (m.type === "note" || m.direction === "internal") {
     return (
@@ -248,7 +251,26 @@ function Bubble(props: {
                   {emoji}
                 </button>
               ))}
+              <button
+                type="button"
+                className="emoji-btn"
+                aria-label="More reactions"
+                aria-expanded={pickingMore}
+                onClick={() => setPickingMore((p) => !p)}
+              >
+                <Icon d={ICONS.plus} size={16} />
+              </button>
             </fieldset>
+          ) : null}
+          {picking && pickingMore ? (
+            <EmojiPopover
+              label="Reactions"
+              onPick={(emoji) => {
+                setPicking(false);
+                props.onReact(m, emoji === mine ? "" : emoji);
+              }}
+              onClose={closeMore}
+            />
           ) : null}
         </div>
       ) : null}
@@ -268,11 +290,41 @@ export function Thread(props: { conversationId: string }) {
   // What opening the conversation already tried to mark read: a failure is not retried in a loop.
   const autoRead = useRef("");
   const listRef = useRef<HTMLOListElement>(null);
-  const count = messages.data?.length ?? 0;
-
+  const newestId = messages.data?.at(-1)?.id;
+  const oldestId = messages.data?.[0]?.id;
+  // A new latest message scrolls to the bottom; older ones put above keep what is in view.
+  const shown = useRef<{ newest?: string; oldest?: string; height: number }>({ height: 0 });
+  useLayoutEffect(() => {
+    const el = listRef.current;
+    if (!el || !newestId) return;
+    const before = shown.current;
+    if (newestId !== before.newest) {
+      el.scrollTop = el.scrollHeight;
+      pinned.current = true;
+    } else if (oldestId !== before.oldest) el.scrollTop += el.scrollHeight - before.height;
+    shown.current = { newest: newestId, oldest: oldestId, height: el.scrollHeight };
+  }, [newestId, oldestId]);
+  // At the bottom, the thread stays there when its box shrinks (the header or composer growing).
+  const pinned = useRef(true);
+  const hasList = Boolean(messages.data);
   useEffect(() => {
-    if (count && listRef.current) listRef.current.scrollTop = listRef.current.scrollHeight;
-  }, [count]);
+    const el = listRef.current;
+    if (!el || !hasList) return;
+    const observer = new ResizeObserver(() => {
+      if (pinned.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [hasList]);
+  const { hasOlder, loadingOlder, loadOlder } = messages;
+  const onScroll = () => {
+    const el = listRef.current;
+    if (!el) return;
+    pinned.current = el.scrollHeight - el.clientHeight - el.scrollTop < 40;
+    if (el.scrollTop > 300 || !hasOlder || loadingOlder) return;
+    shown.current.height = el.scrollHeight;
+    void loadOlder();
+  };
 
   const refresh = () => {
     void client.invalidateQueries({ queryKey: inboxKeys.messages(props.conversationId) });
@@ -400,7 +452,12 @@ export function Thread(props: { conversationId: string }) {
         {messages.isPending ? (
           <Spinner />
         ) : (
-          <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite">
+          <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite" onScroll={onScroll}>
+            {loadingOlder ? (
+              <li className="day-separator" role="status">
+                <span>Loading older messages…</span>
+              </li>
+            ) : null}
             {messages.data?.map((m, i, all) => {
               const previous = all[i - 1];
               const newDay = !previous || dayKey(previous.created_at) !== dayKey(m.created_at);
