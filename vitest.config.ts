@@ -19,9 +19,39 @@ const PROCESS_TESTS = [
   "test/sending/processes.test.ts",
 ];
 
+/**
+ * Files that need no database and start no process (pure functions, parsers, and clients tried
+ * against a loopback server of their own): the fast `unit` project, run without the global
+ * setup that migrates a template database (`npx vitest run --project unit`). A file that needs
+ * the database belongs in `service`: inject() has no database to give here.
+ */
+const UNIT_TESTS = [
+  "test/access/config.test.ts",
+  "test/campaigns/parameters.test.ts",
+  "test/console/api-paths.test.ts",
+  "test/console/sse.test.ts",
+  "test/events/address-guard.test.ts",
+  "test/events/readme.test.ts",
+  "test/events/resource-sql.test.ts",
+  "test/flows/node-types.test.ts",
+  "test/flows/nodes.test.ts",
+  "test/flows/validate.test.ts",
+  "test/foundation/config.test.ts",
+  "test/foundation/engines.test.ts",
+  "test/media/store.test.ts",
+  "test/reactions/emoji.test.ts",
+  "test/runner/rules.test.ts",
+  "test/sandbox/graph-client.test.ts",
+  "test/sandbox/webhook-payloads.test.ts",
+  "test/templates/placeholders.test.ts",
+  "test/webhook/payload.test.ts",
+];
+
+/** One PostgreSQL for the run, migrations applied once to a template database each file clones. */
+const DATABASE_SETUP = ["test/helpers/global-setup.ts"];
+
 export default defineConfig({
   test: {
-    globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 60_000,
@@ -31,15 +61,24 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          name: "unit",
+          include: UNIT_TESTS,
+        },
+      },
+      {
+        extends: true,
+        test: {
           name: "service",
+          globalSetup: DATABASE_SETUP,
           include: ["test/**/*.test.ts"],
-          exclude: PROCESS_TESTS,
+          exclude: [...PROCESS_TESTS, ...UNIT_TESTS],
         },
       },
       {
         extends: true,
         test: {
           name: "processes",
+          globalSetup: DATABASE_SETUP,
           include: PROCESS_TESTS,
           sequence: { groupOrder: 1 },
           poolOptions: { forks: { singleFork: true } },

@@ -1,23 +1,17 @@
 import { eq, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { contacts, flowRunEvents, flowRuns, flows, messages } from "../../src/db/schema/index.js";
 import { mediaKey } from "../../src/media/download.js";
-import { insertContact, insertMessage } from "../helpers/fixtures.js";
-import {
-  addMember,
-  createTestApp,
-  signUpWithAccount,
-  type TestApp,
-  type TestUser,
-} from "../helpers/harness.js";
+import { insertContact, insertMessage, appTest as it } from "../helpers/fixtures.js";
+import { addMember, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
-
-const as = (user: TestUser, method: "GET" | "POST" | "PATCH" | "DELETE", url: string, payload?: unknown) =>
+const as = (
+  t: TestApp,
+  user: TestUser,
+  method: "GET" | "POST" | "PATCH" | "DELETE",
+  url: string,
+  payload?: unknown,
+) =>
   t.app.inject({
     method,
     url,
@@ -26,9 +20,11 @@ const as = (user: TestUser, method: "GET" | "POST" | "PATCH" | "DELETE", url: st
   });
 
 describe("POST /api/contacts", () => {
-  it("adds a contact with its number normalised, and answers 409 naming it for the same number written otherwise", async () => {
-    const { user } = await signUpWithAccount(t.app);
-    const created = await as(user, "POST", "/api/contacts", {
+  it("adds a contact with its number normalised, and answers 409 naming it for the same number written otherwise", async ({
+    t,
+    owner: { user },
+  }) => {
+    const created = await as(t, user, "POST", "/api/contacts", {
       phone: "+55 (11) 98765-4321",
       name: "Ana",
       tags: ["vip", "vip"],
@@ -51,25 +47,27 @@ describe("POST /api/contacts", () => {
       username: null,
       conversation_id: null,
     });
-    const again = await as(user, "POST", "/api/contacts", { phone: "0055 11 987654321" });
+    const again = await as(t, user, "POST", "/api/contacts", { phone: "0055 11 987654321" });
     expect(again.statusCode).toBe(409);
     expect(again.json()).toEqual({ error: expect.stringMatching(/exists/), contact_id: contact.id });
-    const listed = await as(user, "GET", "/api/contacts");
+    const listed = await as(t, user, "GET", "/api/contacts");
     expect(listed.json().contacts).toHaveLength(1);
   });
 
-  it("reads national numbers in the account's default country, and refuses them without one", async () => {
-    const { user } = await signUpWithAccount(t.app);
-    const refused = await as(user, "POST", "/api/contacts", { phone: "020 7946 0958" });
+  it("reads national numbers in the account's default country, and refuses them without one", async ({
+    t,
+    owner: { user },
+  }) => {
+    const refused = await as(t, user, "POST", "/api/contacts", { phone: "020 7946 0958" });
     expect(refused.statusCode).toBe(400);
     expect(refused.json().error).toMatch(/^phone: .*default_country/);
-    expect((await as(user, "PATCH", "/api/settings", { default_country: "GB" })).statusCode).toBe(200);
-    const created = await as(user, "POST", "/api/contacts", { phone: "020 7946 0958" });
+    expect((await as(t, user, "PATCH", "/api/settings", { default_country: "GB" })).statusCode).toBe(200);
+    const created = await as(t, user, "POST", "/api/contacts", { phone: "020 7946 0958" });
     expect(created.statusCode).toBe(201);
     expect(created.json().contact.phone).toBe("442079460958");
   });
 
-  it.each([
+  it.for([
     ["no phone", {}, /^phone: /],
     ["letters", { phone: "call me" }, /^phone: not a valid/],
     ["too few digits", { phone: "+55 11" }, /^phone: not a valid/],
@@ -79,20 +77,24 @@ describe("POST /api/contacts", () => {
       { phone: "+14155550123", attributes: { a: {} } },
       /^attributes.a: must be a string/,
     ],
-  ])("answers 400 for %s and stores nothing", async (_name, body, error) => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const response = await as(user, "POST", "/api/contacts", body);
-    expect(response.statusCode).toBe(400);
-    expect(response.json().error).toMatch(error);
-    const rows = await t.database.db.select().from(contacts).where(eq(contacts.accountId, accountId));
-    expect(rows).toEqual([]);
-  });
+  ] as const)(
+    "answers 400 for %s and stores nothing",
+    async ([_name, body, error], { t, owner: { user, accountId } }) => {
+      const response = await as(t, user, "POST", "/api/contacts", body);
+      expect(response.statusCode).toBe(400);
+      expect(response.json().error).toMatch(error);
+      const rows = await t.database.db.select().from(contacts).where(eq(contacts.accountId, accountId));
+      expect(rows).toEqual([]);
+    },
+  );
 });
 
 describe("typed contact attributes", () => {
-  it("checks every contact write against the definitions, naming the key, and keeps canonical values", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const define = (body: object) => as(user, "POST", "/api/contact-attributes", body);
+  it("checks every contact write against the definitions, naming the key, and keeps canonical values", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
+    const define = (body: object) => as(t, user, "POST", "/api/contact-attributes", body);
     expect((await define({ key: "age", label: "Age", type: "number" })).statusCode).toBe(201);
     expect((await define({ key: "birthday", label: "Birthday", type: "date" })).statusCode).toBe(201);
     expect((await define({ key: "vip", label: "VIP", type: "boolean" })).statusCode).toBe(201);
@@ -106,7 +108,7 @@ describe("typed contact attributes", () => {
     const badType = await define({ key: "x", label: "X", type: "money" });
     expect(badType.json().error).toMatch(/^type: /);
 
-    const listed = await as(user, "GET", "/api/contact-attributes");
+    const listed = await as(t, user, "GET", "/api/contact-attributes");
     expect(listed.json().attributes.map((a: { key: string; type: string }) => [a.key, a.type])).toEqual([
       ["age", "number"],
       ["birthday", "date"],
@@ -120,13 +122,13 @@ describe("typed contact attributes", () => {
       [{ vip: "maybe" }, "vip"],
       [{ plan: "enterprise" }, "plan"],
     ] as const) {
-      const bad = await as(user, "POST", "/api/contacts", { phone: "+14155550100", attributes });
+      const bad = await as(t, user, "POST", "/api/contacts", { phone: "+14155550100", attributes });
       expect(bad.statusCode).toBe(400);
       expect(bad.json().error).toMatch(new RegExp(`^attributes\\.${key}: `));
     }
     expect(await t.database.db.select().from(contacts).where(eq(contacts.accountId, accountId))).toEqual([]);
 
-    const good = await as(user, "POST", "/api/contacts", {
+    const good = await as(t, user, "POST", "/api/contacts", {
       phone: "+14155550100",
       attributes: { age: 42, birthday: "1984-02-29", vip: true, plan: "pro", city: "Lisbon" },
     });
@@ -139,26 +141,28 @@ describe("typed contact attributes", () => {
       city: "Lisbon",
     });
     const id = good.json().contact.id;
-    const badPatch = await as(user, "PATCH", `/api/contacts/${id}`, { attributes: { age: "ten" } });
+    const badPatch = await as(t, user, "PATCH", `/api/contacts/${id}`, { attributes: { age: "ten" } });
     expect(badPatch.statusCode).toBe(400);
     expect(badPatch.json().error).toBe("attributes.age: must be a number");
 
-    expect((await as(user, "DELETE", "/api/contact-attributes/age")).statusCode).toBe(200);
-    expect((await as(user, "DELETE", "/api/contact-attributes/age")).statusCode).toBe(404);
-    expect((await as(user, "PATCH", `/api/contacts/${id}`, { attributes: { age: "ten" } })).statusCode).toBe(
-      200,
-    );
+    expect((await as(t, user, "DELETE", "/api/contact-attributes/age")).statusCode).toBe(200);
+    expect((await as(t, user, "DELETE", "/api/contact-attributes/age")).statusCode).toBe(404);
+    expect(
+      (await as(t, user, "PATCH", `/api/contacts/${id}`, { attributes: { age: "ten" } })).statusCode,
+    ).toBe(200);
     const member = await addMember(t.app, user);
     expect(
-      (await as(member, "POST", "/api/contact-attributes", { key: "k", label: "K", type: "text" }))
+      (await as(t, member, "POST", "/api/contact-attributes", { key: "k", label: "K", type: "text" }))
         .statusCode,
     ).toBe(403);
   });
 });
 
 describe("DELETE /api/contacts/{id} (erasure)", () => {
-  it("leaves no row and no media file of the contact, and keeps the account's other contacts", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("leaves no row and no media file of the contact, and keeps the account's other contacts", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const { contact, conversation } = await insertContact(t, { accountId, name: "Erase me" });
     const other = await insertContact(t, { accountId, name: "Keep me" });
     const text = await insertMessage(t, { accountId, conversationId: conversation.id, text: "my secret" });
@@ -183,8 +187,8 @@ describe("DELETE /api/contacts/{id} (erasure)", () => {
       .values({ runId: run!.id, flowId: flow!.id, eventType: "started" });
 
     const member = await addMember(t.app, user);
-    expect((await as(member, "DELETE", `/api/contacts/${contact.id}`)).statusCode).toBe(403);
-    const erased = await as(user, "DELETE", `/api/contacts/${contact.id}`);
+    expect((await as(t, member, "DELETE", `/api/contacts/${contact.id}`)).statusCode).toBe(403);
+    const erased = await as(t, user, "DELETE", `/api/contacts/${contact.id}`);
     expect(erased.statusCode).toBe(200);
     expect(erased.json()).toEqual({ ok: true });
     await t.app.deps.jobs.drain();
@@ -210,22 +214,23 @@ describe("DELETE /api/contacts/{id} (erasure)", () => {
     expect(await t.app.deps.media.get(mediaKey(accountId, withFile.id))).toBeNull();
 
     expect(await t.app.deps.media.get(mediaKey(accountId, keptMessage.id))).not.toBeNull();
-    expect((await as(user, "GET", `/api/contacts/${other.contact.id}`)).statusCode).toBe(200);
-    expect((await as(user, "DELETE", `/api/contacts/${contact.id}`)).statusCode).toBe(404);
+    expect((await as(t, user, "GET", `/api/contacts/${other.contact.id}`)).statusCode).toBe(200);
+    expect((await as(t, user, "DELETE", `/api/contacts/${contact.id}`)).statusCode).toBe(404);
   });
 
-  it("answers 404 for another account's contact and erases nothing", async () => {
-    const mine = await signUpWithAccount(t.app);
+  it("answers 404 for another account's contact and erases nothing", async ({ t, owner: mine }) => {
     const theirs = await signUpWithAccount(t.app);
     const { contact } = await insertContact(t, { accountId: theirs.accountId });
-    expect((await as(mine.user, "DELETE", `/api/contacts/${contact.id}`)).statusCode).toBe(404);
-    expect((await as(theirs.user, "GET", `/api/contacts/${contact.id}`)).statusCode).toBe(200);
+    expect((await as(t, mine.user, "DELETE", `/api/contacts/${contact.id}`)).statusCode).toBe(404);
+    expect((await as(t, theirs.user, "GET", `/api/contacts/${contact.id}`)).statusCode).toBe(200);
   });
 });
 
 describe("POST /api/contacts/{id}/merge", () => {
-  it("moves the other contact's messages, tags and attributes into this one and deletes it", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("moves the other contact's messages, tags and attributes into this one and deletes it", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const keep = await insertContact(t, { accountId, name: "Ana" });
     const drop = await insertContact(t, { accountId, name: "Ana (old number)" });
     await t.database.db
@@ -239,7 +244,7 @@ describe("POST /api/contacts/{id}/merge", () => {
     const a = await insertMessage(t, { accountId, conversationId: keep.conversation.id, text: "new" });
     const b = await insertMessage(t, { accountId, conversationId: drop.conversation.id, text: "old" });
 
-    const merged = await as(user, "POST", `/api/contacts/${keep.contact.id}/merge`, {
+    const merged = await as(t, user, "POST", `/api/contacts/${keep.contact.id}/merge`, {
       from_contact_id: drop.contact.id,
     });
     expect(merged.statusCode).toBe(200);
@@ -256,32 +261,40 @@ describe("POST /api/contacts/{id}/merge", () => {
       .from(messages)
       .where(eq(messages.conversationId, keep.conversation.id));
     expect(moved.map((m) => m.id).sort()).toEqual([a.id, b.id].sort());
-    expect((await as(user, "GET", `/api/contacts/${drop.contact.id}`)).statusCode).toBe(404);
+    expect((await as(t, user, "GET", `/api/contacts/${drop.contact.id}`)).statusCode).toBe(404);
 
     expect(
-      (await as(user, "POST", `/api/contacts/${keep.contact.id}/merge`, { from_contact_id: keep.contact.id }))
-        .statusCode,
+      (
+        await as(t, user, "POST", `/api/contacts/${keep.contact.id}/merge`, {
+          from_contact_id: keep.contact.id,
+        })
+      ).statusCode,
     ).toBe(400);
     expect(
-      (await as(user, "POST", `/api/contacts/${keep.contact.id}/merge`, { from_contact_id: drop.contact.id }))
-        .statusCode,
+      (
+        await as(t, user, "POST", `/api/contacts/${keep.contact.id}/merge`, {
+          from_contact_id: drop.contact.id,
+        })
+      ).statusCode,
     ).toBe(404);
   });
 });
 
 describe("GET /api/contacts.csv", () => {
-  it("streams the matching contacts with every attribute and the consent fields", async () => {
-    const { user } = await signUpWithAccount(t.app);
-    await as(user, "POST", "/api/contact-attributes", { key: "plan", label: "Plan", type: "text" });
-    await as(user, "POST", "/api/contacts", {
+  it("streams the matching contacts with every attribute and the consent fields", async ({
+    t,
+    owner: { user },
+  }) => {
+    await as(t, user, "POST", "/api/contact-attributes", { key: "plan", label: "Plan", type: "text" });
+    await as(t, user, "POST", "/api/contacts", {
       phone: "+14155550101",
       name: 'Bo "the boss", Jr.',
       tags: ["vip"],
       attributes: { city: "Oslo" },
       opt_in_source: "shop",
     });
-    await as(user, "POST", "/api/contacts", { phone: "+14155550102", name: "=cmd()", tags: ["lead"] });
-    const all = await as(user, "GET", "/api/contacts.csv");
+    await as(t, user, "POST", "/api/contacts", { phone: "+14155550102", name: "=cmd()", tags: ["lead"] });
+    const all = await as(t, user, "GET", "/api/contacts.csv");
     expect(all.statusCode).toBe(200);
     expect(all.headers["content-type"]).toMatch(/^text\/csv/);
     const lines = all.body.trim().split("\r\n");
@@ -292,7 +305,7 @@ describe("GET /api/contacts.csv", () => {
     expect(lines[1]).toContain(',14155550101,14155550101,"Bo ""the boss"", Jr.",,,vip,false,,');
     expect(lines[1]).toMatch(/,shop,[^,]+,,Oslo$/);
     expect(lines[2]).toContain(",'=cmd(),");
-    const vip = await as(user, "GET", "/api/contacts.csv?tag=vip");
+    const vip = await as(t, user, "GET", "/api/contacts.csv?tag=vip");
     expect(vip.body.trim().split("\r\n")).toHaveLength(2);
   });
 });

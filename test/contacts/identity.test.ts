@@ -1,25 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type Business,
-  business,
-  customerOf,
-  messagesOf,
-  type SandboxedApp,
-  startSandboxedApp,
-} from "../helpers/sandbox-app.js";
+import { describe, expect } from "vitest";
+import { sandboxTest as it } from "../helpers/fixtures.js";
+import { type Business, customerOf, messagesOf, type SandboxedApp } from "../helpers/sandbox-app.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: API JSON read in tests
 type Json = any;
 
-let s: SandboxedApp;
-let b: Business;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-  b = await business(s);
-});
-afterAll(() => s.close());
-
-const api = (method: "GET" | "POST", url: string, payload?: unknown) =>
+const api = (s: SandboxedApp, b: Business, method: "GET" | "POST", url: string, payload?: unknown) =>
   s.t.app.inject({
     method,
     url,
@@ -28,14 +14,17 @@ const api = (method: "GET" | "POST", url: string, payload?: unknown) =>
   });
 
 describe("a number Meta rewrites", () => {
-  it("threads the customer's reply from Meta's WhatsApp id into the contact the business created", async () => {
-    expect((await api("POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
-    const created = await api("POST", "/api/contacts", { phone: "+55 11 98765-4321", name: "Bruna" });
+  it("threads the customer's reply from Meta's WhatsApp id into the contact the business created", async ({
+    s,
+    biz: b,
+  }) => {
+    expect((await api(s, b, "POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
+    const created = await api(s, b, "POST", "/api/contacts", { phone: "+55 11 98765-4321", name: "Bruna" });
     expect(created.statusCode).toBe(201);
     const contactId = created.json().contact.id;
     // Meta delivers to the account registered without the ninth digit.
     s.sandbox.rewriteWaId("5511987654321", "551187654321");
-    const started = await api("POST", "/api/conversations", {
+    const started = await api(s, b, "POST", "/api/conversations", {
       phone: "+5511987654321",
       template: { name: "hello_world", language: "en_US" },
     });
@@ -44,7 +33,7 @@ describe("a number Meta rewrites", () => {
 
     await customerOf(s, b, "551187654321", "Bruna").text("Oi!");
 
-    const contacts = (await api("GET", "/api/contacts")).json().contacts as Json[];
+    const contacts = (await api(s, b, "GET", "/api/contacts")).json().contacts as Json[];
     expect(contacts).toHaveLength(1);
     expect(contacts[0]).toMatchObject({ id: contactId, wa_id: "551187654321", phone: "5511987654321" });
     const messages = await messagesOf(s, b, contacts[0].conversation_id);
@@ -54,7 +43,7 @@ describe("a number Meta rewrites", () => {
     ]);
 
     // Starting again with the number as the business knows it keeps the one contact.
-    const again = await api("POST", "/api/conversations", {
+    const again = await api(s, b, "POST", "/api/conversations", {
       phone: "5511987654321",
       template: { name: "hello_world", language: "en_US" },
     });

@@ -1,14 +1,9 @@
 import { eq, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { contactImportFiles, contacts } from "../../src/db/schema/index.js";
-import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
+import { appTest as it } from "../helpers/fixtures.js";
+import { signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 import { multipart } from "../media/multipart.js";
-
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
 
 const csvFile = (text: string | Buffer, filename = "customers.csv") => ({
   name: "file",
@@ -17,7 +12,7 @@ const csvFile = (text: string | Buffer, filename = "customers.csv") => ({
   bytes: Buffer.isBuffer(text) ? text : Buffer.from(text),
 });
 
-const post = (user: TestUser, url: string, parts: Parameters<typeof multipart>[0]) => {
+const post = (t: TestApp, user: TestUser, url: string, parts: Parameters<typeof multipart>[0]) => {
   const body = multipart(parts);
   return t.app.inject({
     method: "POST",
@@ -27,25 +22,26 @@ const post = (user: TestUser, url: string, parts: Parameters<typeof multipart>[0
   });
 };
 
-const get = (user: TestUser, url: string) => t.app.inject({ url, headers: user.headers });
+const get = (t: TestApp, user: TestUser, url: string) => t.app.inject({ url, headers: user.headers });
 
 async function importFile(
+  t: TestApp,
   user: TestUser,
   text: string | Buffer,
   fields: Record<string, string>,
 ): Promise<Record<string, unknown>> {
-  const started = await post(user, "/api/contacts/imports", [
+  const started = await post(t, user, "/api/contacts/imports", [
     csvFile(text),
     ...Object.entries(fields).map(([name, value]) => ({ name, value })),
   ]);
   expect(started.statusCode, started.body).toBe(202);
   expect(started.json().import).toMatchObject({ status: "queued", processed_rows: 0 });
   await t.app.deps.jobs.drain({ timeoutMs: 60_000 });
-  const read = await get(user, `/api/contacts/imports/${started.json().import.id}`);
+  const read = await get(t, user, `/api/contacts/imports/${started.json().import.id}`);
   return read.json().import;
 }
 
-const contactsOf = (accountId: string) =>
+const contactsOf = (t: TestApp, accountId: string) =>
   t.database.db.select().from(contacts).where(eq(contacts.accountId, accountId)).orderBy(contacts.phone);
 
 // Quoted fields with the delimiter, doubled quotes and a line break; a BOM; CRLF line ends; `;`.
@@ -58,9 +54,8 @@ const TRICKY =
   "not a phone;Nobody;Braga;\r\n";
 
 describe("contact import", () => {
-  it("previews a tricky CSV: columns, first rows and a suggested mapping", async () => {
-    const { user } = await signUpWithAccount(t.app);
-    const preview = await post(user, "/api/contacts/imports/preview", [csvFile(TRICKY)]);
+  it("previews a tricky CSV: columns, first rows and a suggested mapping", async ({ t, owner: { user } }) => {
+    const preview = await post(t, user, "/api/contacts/imports/preview", [csvFile(TRICKY)]);
     expect(preview.statusCode, preview.body).toBe(200);
     expect(preview.json()).toEqual({
       columns: ["Telefone", "Nome", "Cidade", "Tags"],
@@ -74,9 +69,11 @@ describe("contact import", () => {
     });
   });
 
-  it("imports it: national numbers in default_country, tags split and added, bad rows in errors.csv, progress events", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const result = await importFile(user, TRICKY, {
+  it("imports it: national numbers in default_country, tags split and added, bad rows in errors.csv, progress events", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
+    const result = await importFile(t, user, TRICKY, {
       mapping: JSON.stringify({ phone: "Telefone", name: "Nome", tags: "Tags", "attributes.city": "Cidade" }),
       default_country: "PT",
       add_tags: '["imported"]',
@@ -91,14 +88,14 @@ describe("contact import", () => {
       skipped: 0,
       errors: 1,
     });
-    const rows = await contactsOf(accountId);
+    const rows = await contactsOf(t, accountId);
     expect(rows.map((r) => [r.phone, r.name, r.tags, r.attributes, r.optInSource])).toEqual([
       ["351912345678", "Silva; Ana", ["vip", "lead", "imported"], { city: "Porto" }, "shop signup"],
       ["351912345679", 'João "Jota" Reis', ["imported"], { city: "Lisboa" }, "shop signup"],
       ["351912345680", "Multi\r\nLine", ["lead", "imported"], { city: "Faro" }, "shop signup"],
     ]);
     expect(rows.every((r) => r.optedInAt !== null)).toBe(true);
-    const errors = await get(user, `/api/contacts/imports/${result.id}/errors.csv`);
+    const errors = await get(t, user, `/api/contacts/imports/${result.id}/errors.csv`);
     expect(errors.statusCode).toBe(200);
     expect(errors.headers["content-type"]).toMatch(/^text\/csv/);
     // The spreadsheet's row: the header is row 1, the multi-line record one row.
@@ -117,8 +114,10 @@ describe("contact import", () => {
     ).toEqual([]);
   });
 
-  it("finds duplicates in the file and in the database: skip keeps what is there, update merges", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("finds duplicates in the file and in the database: skip keeps what is there, update merges", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     expect(
       (
         await t.app.inject({
@@ -135,40 +134,39 @@ describe("contact import", () => {
       "+1 415 555 0101,First,basic\n" +
       "+14155550101,Second,\n";
     const mapping = JSON.stringify({ phone: "phone", name: "name", "attributes.plan": "plan" });
-    const skipped = await importFile(user, file, { mapping, on_duplicate: "skip" });
+    const skipped = await importFile(t, user, file, { mapping, on_duplicate: "skip" });
     expect(skipped).toMatchObject({ status: "completed", created: 1, updated: 0, skipped: 2, errors: 0 });
-    let rows = await contactsOf(accountId);
+    let rows = await contactsOf(t, accountId);
     expect(rows.map((r) => [r.phone, r.name, r.attributes])).toEqual([
       ["14155550100", "Existing", { plan: "free" }],
       ["14155550101", "First", { plan: "basic" }],
     ]);
-    const updated = await importFile(user, file, { mapping, on_duplicate: "update", add_tags: "new" });
+    const updated = await importFile(t, user, file, { mapping, on_duplicate: "update", add_tags: "new" });
     expect(updated).toMatchObject({ status: "completed", created: 0, updated: 3, skipped: 0 });
-    rows = await contactsOf(accountId);
+    rows = await contactsOf(t, accountId);
     expect(rows.map((r) => [r.phone, r.name, r.tags.sort(), r.attributes])).toEqual([
       ["14155550100", "From file", ["new", "old"], { plan: "pro" }],
       ["14155550101", "Second", ["new"], { plan: "basic" }],
     ]);
   });
 
-  it("checks attributes against their types, row by row", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("checks attributes against their types, row by row", async ({ t, owner: { user, accountId } }) => {
     await t.app.inject({
       method: "POST",
       url: "/api/contact-attributes",
       headers: user.headers,
       payload: { key: "age", label: "Age", type: "number" },
     });
-    const result = await importFile(user, "phone,age\n+14155550110,33\n+14155550111,thirty\n", {
+    const result = await importFile(t, user, "phone,age\n+14155550110,33\n+14155550111,thirty\n", {
       mapping: JSON.stringify({ phone: "phone", "attributes.age": "age" }),
     });
     expect(result).toMatchObject({ created: 1, errors: 1 });
-    const errors = await get(user, `/api/contacts/imports/${result.id}/errors.csv`);
+    const errors = await get(t, user, `/api/contacts/imports/${result.id}/errors.csv`);
     expect(errors.body).toBe("row,value,reason\r\n3,thirty,attributes.age: must be a number\r\n");
-    expect((await contactsOf(accountId)).map((r) => r.attributes)).toEqual([{ age: "33" }]);
+    expect((await contactsOf(t, accountId)).map((r) => r.attributes)).toEqual([{ age: "33" }]);
   });
 
-  it.each([
+  it.for([
     [
       "a PNG",
       [csvFile(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]), "x.csv")],
@@ -234,24 +232,28 @@ describe("contact import", () => {
       413,
       /50 MB/,
     ],
-  ] as const)("refuses %s with a clear error and imports nothing", async (_name, parts, status, error) => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const response = await post(user, "/api/contacts/imports", [...parts]);
-    expect(response.statusCode).toBe(status);
-    expect(response.json().error).toMatch(error);
-    const { rows } = await t.database.db.execute(
-      sql`select id from contact_imports where account_id = ${accountId}`,
-    );
-    expect(rows).toEqual([]);
-    expect(await contactsOf(accountId)).toEqual([]);
-  });
+  ] as const)(
+    "refuses %s with a clear error and imports nothing",
+    async ([_name, parts, status, error], { t, owner: { user, accountId } }) => {
+      const response = await post(t, user, "/api/contacts/imports", [...parts]);
+      expect(response.statusCode).toBe(status);
+      expect(response.json().error).toMatch(error);
+      const { rows } = await t.database.db.execute(
+        sql`select id from contact_imports where account_id = ${accountId}`,
+      );
+      expect(rows).toEqual([]);
+      expect(await contactsOf(t, accountId)).toEqual([]);
+    },
+  );
 
-  it("stops at a CSV error deep in the file: the batches before it stay, counted", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("stops at a CSV error deep in the file: the batches before it stay, counted", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     let file = "phone,name\n";
     for (let n = 0; n < 10_005; n++) file += `+35191${String(n).padStart(7, "0")},Customer ${n}\n`;
     file += '+351919999999,"Broken"quote\n+351919999998,After\n';
-    const result = await importFile(user, file, { mapping: '{"phone":"phone","name":"name"}' });
+    const result = await importFile(t, user, file, { mapping: '{"phone":"phone","name":"name"}' });
     expect(result).toMatchObject({ status: "failed", processed_rows: 10_000, created: 10_000, errors: 0 });
     expect(result.failure).toMatch(/^row 10006: /);
     const { rows } = await t.database.db.execute<{ n: number }>(
@@ -260,11 +262,10 @@ describe("contact import", () => {
     expect(rows[0]!.n).toBe(10_000);
   });
 
-  it("answers 404 for another account's import", async () => {
-    const a = await signUpWithAccount(t.app);
+  it("answers 404 for another account's import", async ({ t, owner: a }) => {
     const b = await signUpWithAccount(t.app);
-    const result = await importFile(a.user, "phone\n+14155550120\n", { mapping: '{"phone":"phone"}' });
-    expect((await get(b.user, `/api/contacts/imports/${result.id}`)).statusCode).toBe(404);
-    expect((await get(b.user, `/api/contacts/imports/${result.id}/errors.csv`)).statusCode).toBe(404);
+    const result = await importFile(t, a.user, "phone\n+14155550120\n", { mapping: '{"phone":"phone"}' });
+    expect((await get(t, b.user, `/api/contacts/imports/${result.id}`)).statusCode).toBe(404);
+    expect((await get(t, b.user, `/api/contacts/imports/${result.id}/errors.csv`)).statusCode).toBe(404);
   });
 });

@@ -1,25 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { FLOW_TEMPLATES } from "../../src/flows/templates.js";
-import { addMember, createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+import { appTest as it } from "../helpers/fixtures.js";
+import { addMember, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 import { call, createFlow, node, storedFlow } from "./helpers.js";
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
-
-const activate = (user: Parameters<typeof call>[1], id: string, status: unknown = "active") =>
+const activate = (t: TestApp, user: Parameters<typeof call>[1], id: string, status: unknown = "active") =>
   call(t, user, "POST", `/api/flows/${id}/activate`, { status });
 
 describe("GET /api/flows/templates", () => {
-  it("answers 401 without a session", async () => {
+  it("answers 401 without a session", async ({ t }) => {
     const response = await call(t, null, "GET", "/api/flows/templates");
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("lists the templates with their node counts", async () => {
+  it("lists the templates with their node counts", async ({ t }) => {
     const user = await signUp(t.app);
     const response = await call(t, user, "GET", "/api/flows/templates");
     expect(response.statusCode).toBe(200);
@@ -41,16 +36,17 @@ describe("GET /api/flows/templates", () => {
 });
 
 describe("POST /api/flows/{id}/activate", () => {
-  it("answers 401 without a session", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 401 without a session", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user, { template_slug: "faq_bot" });
-    const response = await activate(null, id);
+    const response = await activate(t, null, id);
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("answers 404 for another account's flow, a malformed id and a caller without an account, before the body", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 404 for another account's flow, a malformed id and a caller without an account, before the body", async ({
+    t,
+    owner: { user },
+  }) => {
     const { id } = await createFlow(t, user, { template_slug: "faq_bot" });
     const { user: stranger } = await signUpWithAccount(t.app);
     const loner = await signUp(t.app);
@@ -66,8 +62,7 @@ describe("POST /api/flows/{id}/activate", () => {
     expect((await storedFlow(t, id)).flow.status).toBe("draft");
   });
 
-  it("answers 400 for invalid JSON and for an unknown status", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 400 for invalid JSON and for an unknown status", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user, { template_slug: "faq_bot" });
     const bad = await call(t, user, "POST", `/api/flows/${id}/activate`, "nope");
     expect(bad.statusCode).toBe(400);
@@ -80,17 +75,24 @@ describe("POST /api/flows/{id}/activate", () => {
     expect((await storedFlow(t, id)).flow.status).toBe("draft");
   });
 
-  it.each(FLOW_TEMPLATES.map((x) => x.slug))("activates a fresh %s clone with no issues", async (slug) => {
-    const { user } = await signUpWithAccount(t.app);
-    const { id } = await createFlow(t, user, { template_slug: slug });
-    const response = await activate(user, id);
-    expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ flow: expect.objectContaining({ id, status: "active" }), issues: [] });
-    expect((await call(t, user, "GET", `/api/flows/${id}`)).json().flow.status).toBe("active");
-  });
+  it.for(FLOW_TEMPLATES.map((x) => x.slug))(
+    "activates a fresh %s clone with no issues",
+    async (slug, { t, owner: { user } }) => {
+      const { id } = await createFlow(t, user, { template_slug: slug });
+      const response = await activate(t, user, id);
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({
+        flow: expect.objectContaining({ id, status: "active" }),
+        issues: [],
+      });
+      expect((await call(t, user, "GET", `/api/flows/${id}`)).json().flow.status).toBe("active");
+    },
+  );
 
-  it("answers 422 listing every blocking issue and leaves the flow a draft", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 422 listing every blocking issue and leaves the flow a draft", async ({
+    t,
+    owner: { user },
+  }) => {
     const { id } = await createFlow(t, user, { name: "Broken" });
     await call(t, user, "PUT", `/api/flows/${id}`, {
       entry_node_id: "start",
@@ -100,7 +102,7 @@ describe("POST /api/flows/{id}/activate", () => {
         node("orphan", "send_message", { text: "x".repeat(1025), next_node_key: "ghost" }),
       ],
     });
-    const response = await activate(user, id);
+    const response = await activate(t, user, id);
     expect(response.statusCode).toBe(422);
     const body = response.json();
     expect(body.error).toEqual(expect.stringContaining("4 blocking issues"));
@@ -116,24 +118,22 @@ describe("POST /api/flows/{id}/activate", () => {
     expect((await storedFlow(t, id)).flow.status).toBe("draft");
   });
 
-  it("answers 422 no_entry_node for an empty flow", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 422 no_entry_node for an empty flow", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user, { name: "Empty", trigger_type: "manual" });
-    const response = await activate(user, id);
+    const response = await activate(t, user, id);
     expect(response.statusCode).toBe(422);
     expect(response.json().issues).toEqual([
       { severity: "error", code: "no_entry_node", message: expect.any(String) },
     ]);
   });
 
-  it("activates with warnings and returns them", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("activates with warnings and returns them", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user, { name: "Warn", trigger_type: "manual" });
     await call(t, user, "PUT", `/api/flows/${id}`, {
       entry_node_id: "hello",
       nodes: [node("hello", "send_message", { text: "Hi" }), node("spare")],
     });
-    const response = await activate(user, id);
+    const response = await activate(t, user, id);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({
       flow: expect.objectContaining({ status: "active" }),
@@ -143,33 +143,34 @@ describe("POST /api/flows/{id}/activate", () => {
     });
   });
 
-  it("moves to draft or archived without validating, for a teammate too", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("moves to draft or archived without validating, for a teammate too", async ({ t, owner: { user } }) => {
     const mate = await addMember(t.app, user);
     const { id } = await createFlow(t, user, { name: "Incomplete" });
     const before = Date.parse((await storedFlow(t, id)).flow.updated_at);
     await new Promise((r) => setTimeout(r, 5));
-    const archived = await activate(mate, id, "archived");
+    const archived = await activate(t, mate, id, "archived");
     expect(archived.statusCode).toBe(200);
     expect(archived.json()).toEqual({ flow: expect.objectContaining({ status: "archived" }), issues: [] });
     expect(Date.parse(archived.json().flow.updated_at)).toBeGreaterThan(before);
-    const draft = await activate(user, id, "draft");
+    const draft = await activate(t, user, id, "draft");
     expect(draft.json().flow.status).toBe("draft");
   });
 
-  it("validates the graph stored now: a PUT breaking an active flow makes re-activation fail", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("validates the graph stored now: a PUT breaking an active flow makes re-activation fail", async ({
+    t,
+    owner: { user },
+  }) => {
     const { id } = await createFlow(t, user, { template_slug: "welcome_menu" });
-    expect((await activate(user, id)).statusCode).toBe(200);
+    expect((await activate(t, user, id)).statusCode).toBe(200);
     await call(t, user, "PUT", `/api/flows/${id}`, { trigger_config: { keywords: [] } });
-    const response = await activate(user, id);
+    const response = await activate(t, user, id);
     expect(response.statusCode).toBe(422);
     expect(response.json().issues).toEqual([expect.objectContaining({ code: "no_keywords" })]);
   });
 });
 
 describe("OpenAPI", () => {
-  it("documents every flow endpoint", async () => {
+  it("documents every flow endpoint", async ({ t }) => {
     const response = await t.app.inject({ url: "/api/openapi.json" });
     const paths = response.json().paths;
     expect(Object.keys(paths["/api/flows"]).sort()).toEqual(["get", "post"]);

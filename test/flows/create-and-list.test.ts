@@ -1,29 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { DEFAULT_FALLBACK_POLICY } from "../../src/db/schema/flows.js";
 import { FLOW_TEMPLATES } from "../../src/flows/templates.js";
-import { addMember, createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+import { appTest as it } from "../helpers/fixtures.js";
+import { addMember, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 import { call, createFlow } from "./helpers.js";
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
-
-const countFlows = async (accountId: string) =>
+const countFlows = async (t: TestApp, accountId: string) =>
   Number(
     (await t.database.pool.query("select count(*) from flows where account_id = $1", [accountId])).rows[0]
       .count,
   );
 
 describe("POST /api/flows check order", () => {
-  it("answers 401 Unauthorized before looking at the body", async () => {
+  it("answers 401 Unauthorized before looking at the body", async ({ t }) => {
     const response = await call(t, null, "POST", "/api/flows", "{not json");
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("answers 403 to a caller without an account, before parsing the body", async () => {
+  it("answers 403 to a caller without an account, before parsing the body", async ({ t }) => {
     const user = await signUp(t.app);
     for (const payload of ["{not json", { name: "Flow" }]) {
       const response = await call(t, user, "POST", "/api/flows", payload);
@@ -32,25 +27,29 @@ describe("POST /api/flows check order", () => {
     }
   });
 
-  it.each([
+  it.for([
     ["text that is not JSON", "{name: flow"],
     ["an empty body", ""],
     ["a JSON array", "[]"],
     ["a JSON string", '"flow"'],
     ["a JSON number", "42"],
     ["JSON null", "null"],
-  ])("answers 400 Invalid JSON for %s and creates nothing", async (_label, payload) => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const response = await call(t, user, "POST", "/api/flows", payload);
-    expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ error: expect.stringMatching(/^Invalid JSON/) });
-    expect(await countFlows(accountId)).toBe(0);
-  });
+  ] as const)(
+    "answers 400 Invalid JSON for %s and creates nothing",
+    async ([_label, payload], { t, owner: { user, accountId } }) => {
+      const response = await call(t, user, "POST", "/api/flows", payload);
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ error: expect.stringMatching(/^Invalid JSON/) });
+      expect(await countFlows(t, accountId)).toBe(0);
+    },
+  );
 });
 
 describe("POST /api/flows plain path", () => {
-  it("creates a draft with the trimmed name and the documented defaults", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("creates a draft with the trimmed name and the documented defaults", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const response = await call(t, user, "POST", "/api/flows", { name: "  Greeting  " });
     expect(response.statusCode).toBe(201);
     const { flow } = response.json();
@@ -73,8 +72,7 @@ describe("POST /api/flows plain path", () => {
     expect(read.json()).toEqual({ flow, nodes: [] });
   });
 
-  it("keeps a supplied description, trigger_type and trigger_config", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("keeps a supplied description, trigger_type and trigger_config", async ({ t, owner: { user } }) => {
     const flow = await createFlow(t, user, {
       name: "Manual",
       description: "Started by agents",
@@ -89,7 +87,7 @@ describe("POST /api/flows plain path", () => {
     });
   });
 
-  it.each([
+  it.for([
     ["name missing", {}, "name is required"],
     ["name null", { name: null }, "name is required"],
     ["name blank", { name: "   " }, "name is required"],
@@ -101,16 +99,17 @@ describe("POST /api/flows plain path", () => {
     ["trigger_config an array", { name: "F", trigger_config: ["hi"] }, "trigger_config: must be an object"],
     ["trigger_config null", { name: "F", trigger_config: null }, "trigger_config: must be an object"],
     ["a NUL character in the name", { name: "a\u0000b" }, "name: must not contain NUL characters"],
-  ])("answers 400 when %s and creates nothing", async (_label, body, message) => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const response = await call(t, user, "POST", "/api/flows", body);
-    expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ error: expect.stringContaining(message) });
-    expect(await countFlows(accountId)).toBe(0);
-  });
+  ] as const)(
+    "answers 400 when %s and creates nothing",
+    async ([_label, body, message], { t, owner: { user, accountId } }) => {
+      const response = await call(t, user, "POST", "/api/flows", body);
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ error: expect.stringContaining(message) });
+      expect(await countFlows(t, accountId)).toBe(0);
+    },
+  );
 
-  it("answers 400 for a trigger_config nested deeper than 20 levels", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 400 for a trigger_config nested deeper than 20 levels", async ({ t, owner: { user } }) => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 25; i++) deep = { a: deep };
     const response = await call(t, user, "POST", "/api/flows", { name: "Deep", trigger_config: deep });
@@ -120,8 +119,10 @@ describe("POST /api/flows plain path", () => {
 });
 
 describe("POST /api/flows template path", () => {
-  it("clones a template's description, trigger, entry node and nodes into a draft", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("clones a template's description, trigger, entry node and nodes into a draft", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const template = FLOW_TEMPLATES.find((x) => x.slug === "faq_bot")!;
     const response = await call(t, user, "POST", "/api/flows", {
       template_slug: "faq_bot",
@@ -148,8 +149,10 @@ describe("POST /api/flows template path", () => {
     );
   });
 
-  it("names the clone from the trimmed body name, or the template's name when blank", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("names the clone from the trimmed body name, or the template's name when blank", async ({
+    t,
+    owner: { user },
+  }) => {
     expect((await createFlow(t, user, { template_slug: "lead_capture", name: "  Sales leads " })).name).toBe(
       "Sales leads",
     );
@@ -161,42 +164,45 @@ describe("POST /api/flows template path", () => {
     );
   });
 
-  it("answers 400 naming an unknown slug and creates nothing", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("answers 400 naming an unknown slug and creates nothing", async ({ t, owner: { user, accountId } }) => {
     const response = await call(t, user, "POST", "/api/flows", { template_slug: "pizza_order", name: "X" });
     expect(response.statusCode).toBe(400);
     expect(response.json()).toEqual({ error: expect.stringContaining("pizza_order") });
-    expect(await countFlows(accountId)).toBe(0);
+    expect(await countFlows(t, accountId)).toBe(0);
   });
 
-  it("answers 400 for a template_slug or name of the wrong type", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("answers 400 for a template_slug or name of the wrong type", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const slug = await call(t, user, "POST", "/api/flows", { template_slug: 12 });
     expect(slug.statusCode).toBe(400);
     expect(slug.json().error).toContain("template_slug: must be a string");
     const name = await call(t, user, "POST", "/api/flows", { template_slug: "faq_bot", name: ["x"] });
     expect(name.statusCode).toBe(400);
     expect(name.json().error).toContain("name: must be a string");
-    expect(await countFlows(accountId)).toBe(0);
+    expect(await countFlows(t, accountId)).toBe(0);
   });
 });
 
 describe("GET /api/flows", () => {
-  it("answers 401 without a session", async () => {
+  it("answers 401 without a session", async ({ t }) => {
     const response = await call(t, null, "GET", "/api/flows");
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("answers an empty list to a caller without an account", async () => {
+  it("answers an empty list to a caller without an account", async ({ t }) => {
     const user = await signUp(t.app);
     const response = await call(t, user, "GET", "/api/flows");
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ flows: [], next_cursor: null });
   });
 
-  it("lists the account's flows newest first, to every member and nobody else", async () => {
-    const { user: owner } = await signUpWithAccount(t.app);
+  it("lists the account's flows newest first, to every member and nobody else", async ({
+    t,
+    owner: { user: owner },
+  }) => {
     const mate = await addMember(t.app, owner);
     const first = await createFlow(t, owner, { name: "First" });
     const second = await createFlow(t, mate, { name: "Second" });
@@ -212,8 +218,10 @@ describe("GET /api/flows", () => {
     expect(theirs.json().flows.map((f: { name: string }) => f.name)).toEqual(["Theirs"]);
   });
 
-  it("pages with limit and cursor through flows sharing one created_at, without gaps or repeats", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("pages with limit and cursor through flows sharing one created_at, without gaps or repeats", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     await t.database.pool.query(
       `insert into flows (account_id, user_id, name, created_at)
        select $1, $2, 'Flow ' || i, timestamptz '2026-01-01T00:00:00Z' + (i / 3) * interval '1 second'
@@ -239,8 +247,10 @@ describe("GET /api/flows", () => {
     expect(new Set(seen).size).toBe(7);
   });
 
-  it("answers at most 1000 flows without a limit, with a cursor to the rest", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("answers at most 1000 flows without a limit, with a cursor to the rest", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     await t.database.pool.query(
       `insert into flows (account_id, user_id, name, created_at)
        select $1, $2, 'Flow ' || i, now() - i * interval '1 second' from generate_series(1, 1001) i`,
@@ -258,7 +268,7 @@ describe("GET /api/flows", () => {
     });
   });
 
-  it.each([
+  it.for([
     ["limit=0", "limit"],
     ["limit=201", "limit"],
     ["limit=abc", "limit"],
@@ -268,15 +278,13 @@ describe("GET /api/flows", () => {
     ["limit=2&limit=3", "limit"],
     ["cursor=garbage", "cursor"],
     [`cursor=${Buffer.from("2026-01-01T00:00:00.000Z|not-a-uuid").toString("base64url")}`, "cursor"],
-  ])("answers 400 for %s", async (query, field) => {
-    const { user } = await signUpWithAccount(t.app);
+  ] as const)("answers 400 for %s", async ([query, field], { t, owner: { user } }) => {
     const response = await call(t, user, "GET", `/api/flows?${query}`);
     expect(response.statusCode).toBe(400);
     expect(response.json()).toEqual({ error: expect.stringContaining(field) });
   });
 
-  it("accepts the limits 1 and 200", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("accepts the limits 1 and 200", async ({ t, owner: { user } }) => {
     await createFlow(t, user);
     await createFlow(t, user);
     const one = await call(t, user, "GET", "/api/flows?limit=1");

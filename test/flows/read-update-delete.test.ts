@@ -1,27 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { insertContact } from "../helpers/fixtures.js";
-import {
-  addMember,
-  createTestApp,
-  signUp,
-  signUpWithAccount,
-  type TestApp,
-  type TestUser,
-} from "../helpers/harness.js";
+import { describe, expect } from "vitest";
+import { insertContact, appTest as it } from "../helpers/fixtures.js";
+import { addMember, signUp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 import { call, createFlow, node, storedFlow } from "./helpers.js";
-
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
 
 const NOT_FOUND = { error: "Not found" };
 const missingId = "3f1c2b7e-0000-4000-8000-000000000000";
 const malformedIds = ["not-a-uuid", "123", "3f1c2b7e-0000-4000-8000-00000000000Z", "%27%20or%201%3D1--"];
 
 /** A flow with two nodes, owned by a fresh account. */
-async function flowWithNodes(): Promise<{ owner: TestUser; accountId: string; id: string }> {
+async function flowWithNodes(t: TestApp): Promise<{ owner: TestUser; accountId: string; id: string }> {
   const { user: owner, accountId } = await signUpWithAccount(t.app);
   const { id } = await createFlow(t, owner, { name: "Original" });
   const put = await call(t, owner, "PUT", `/api/flows/${id}`, { nodes: [node("one"), node("two")] });
@@ -30,15 +17,15 @@ async function flowWithNodes(): Promise<{ owner: TestUser; accountId: string; id
 }
 
 describe("GET /api/flows/{id}", () => {
-  it("answers 401 without a session", async () => {
-    const { id } = await flowWithNodes();
+  it("answers 401 without a session", async ({ t }) => {
+    const { id } = await flowWithNodes(t);
     const response = await call(t, null, "GET", `/api/flows/${id}`);
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("answers the flow and its nodes to the owner and to a teammate", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("answers the flow and its nodes to the owner and to a teammate", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const mate = await addMember(t.app, owner);
     for (const user of [owner, mate]) {
       const response = await call(t, user, "GET", `/api/flows/${id}`);
@@ -61,8 +48,10 @@ describe("GET /api/flows/{id}", () => {
     }
   });
 
-  it("answers 404 Not found for a missing id, another account's flow and a caller without an account", async () => {
-    const { id } = await flowWithNodes();
+  it("answers 404 Not found for a missing id, another account's flow and a caller without an account", async ({
+    t,
+  }) => {
+    const { id } = await flowWithNodes(t);
     const { user: stranger } = await signUpWithAccount(t.app);
     const loner = await signUp(t.app);
     for (const [user, url] of [
@@ -76,15 +65,17 @@ describe("GET /api/flows/{id}", () => {
     }
   });
 
-  it.each(malformedIds)("answers 404 Not found for the malformed id %s", async (badId) => {
-    const { owner } = await flowWithNodes();
+  it.for(malformedIds)("answers 404 Not found for the malformed id %s", async (badId, { t }) => {
+    const { owner } = await flowWithNodes(t);
     const response = await call(t, owner, "GET", `/api/flows/${badId}`);
     expect(response.statusCode).toBe(404);
     expect(response.json()).toEqual(NOT_FOUND);
   });
 
-  it("returns nodes in the order they were written, not by key or id", async () => {
-    const { user: owner } = await signUpWithAccount(t.app);
+  it("returns nodes in the order they were written, not by key or id", async ({
+    t,
+    owner: { user: owner },
+  }) => {
     const { id } = await createFlow(t, owner);
     const keys = ["zeta", "alpha", "mid", "beta", "omega", "a1", "a10", "a2"];
     await call(t, owner, "PUT", `/api/flows/${id}`, { nodes: keys.map((k) => node(k)) });
@@ -94,8 +85,10 @@ describe("GET /api/flows/{id}", () => {
     expect(new Set(nodes.map((n) => n.created_at)).size).toBe(1);
   });
 
-  it("answers exactly what the last PUT answered: same fields, timestamps, numbers and nested config", async () => {
-    const { user: owner } = await signUpWithAccount(t.app);
+  it("answers exactly what the last PUT answered: same fields, timestamps, numbers and nested config", async ({
+    t,
+    owner: { user: owner },
+  }) => {
     const { id } = await createFlow(t, owner, { name: "Same" });
     const put = await call(t, owner, "PUT", `/api/flows/${id}`, {
       description: 'ünïcode "quoted" text',
@@ -121,15 +114,15 @@ describe("GET /api/flows/{id}", () => {
 });
 
 describe("PUT /api/flows/{id}", () => {
-  it("answers 401 without a session", async () => {
-    const { id } = await flowWithNodes();
+  it("answers 401 without a session", async ({ t }) => {
+    const { id } = await flowWithNodes(t);
     const response = await call(t, null, "PUT", `/api/flows/${id}`, { name: "Hacked" });
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("checks ownership before the body: 404 even for invalid JSON", async () => {
-    const { id } = await flowWithNodes();
+  it("checks ownership before the body: 404 even for invalid JSON", async ({ t }) => {
+    const { id } = await flowWithNodes(t);
     const { user: stranger } = await signUpWithAccount(t.app);
     const loner = await signUp(t.app);
     for (const [user, url] of [
@@ -144,8 +137,8 @@ describe("PUT /api/flows/{id}", () => {
     }
   });
 
-  it("does not let another account change the flow", async () => {
-    const { id } = await flowWithNodes();
+  it("does not let another account change the flow", async ({ t }) => {
+    const { id } = await flowWithNodes(t);
     const { user: stranger } = await signUpWithAccount(t.app);
     const before = await storedFlow(t, id);
     const response = await call(t, stranger, "PUT", `/api/flows/${id}`, { name: "Mine now", nodes: [] });
@@ -153,15 +146,15 @@ describe("PUT /api/flows/{id}", () => {
     expect(await storedFlow(t, id)).toEqual(before);
   });
 
-  it.each([
+  it.for([
     ["text that is not JSON", "{nope"],
     ["an empty body", ""],
     ["JSON null", "null"],
     ["a JSON array", "[]"],
     ["a JSON string", '"name"'],
     ["a JSON number", "1"],
-  ])("answers 400 Invalid JSON for %s and changes nothing", async (_label, payload) => {
-    const { owner, id } = await flowWithNodes();
+  ] as const)("answers 400 Invalid JSON for %s and changes nothing", async ([_label, payload], { t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const before = await storedFlow(t, id);
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, payload);
     expect(response.statusCode).toBe(400);
@@ -169,8 +162,8 @@ describe("PUT /api/flows/{id}", () => {
     expect(await storedFlow(t, id)).toEqual(before);
   });
 
-  it("changes only the supplied fields, stores the name trimmed and moves updated_at", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("changes only the supplied fields, stores the name trimmed and moves updated_at", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const before = (await call(t, owner, "GET", `/api/flows/${id}`)).json();
     await new Promise((r) => setTimeout(r, 5));
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, { name: "  Renamed  " });
@@ -181,8 +174,8 @@ describe("PUT /api/flows/{id}", () => {
     expect(body.nodes).toEqual(before.nodes);
   });
 
-  it("moves updated_at even when the body changes nothing", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("moves updated_at even when the body changes nothing", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const before = (await call(t, owner, "GET", `/api/flows/${id}`)).json();
     await new Promise((r) => setTimeout(r, 5));
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, {});
@@ -191,8 +184,8 @@ describe("PUT /api/flows/{id}", () => {
     expect(response.json().nodes).toEqual(before.nodes);
   });
 
-  it("sets every updatable field and returns the new state", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("sets every updatable field and returns the new state", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, {
       description: "Greets people",
       trigger_type: "first_inbound_message",
@@ -229,8 +222,8 @@ describe("PUT /api/flows/{id}", () => {
     expect(await call(t, owner, "GET", `/api/flows/${id}`).then((r) => r.json())).toEqual(body);
   });
 
-  it("clears description and entry_node_id with null", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("clears description and entry_node_id with null", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     await call(t, owner, "PUT", `/api/flows/${id}`, { description: "d", entry_node_id: "one" });
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, {
       description: null,
@@ -239,8 +232,10 @@ describe("PUT /api/flows/{id}", () => {
     expect(response.json().flow).toMatchObject({ description: null, entry_node_id: null });
   });
 
-  it("replaces all nodes when nodes is given, clears them with [], and keeps them when absent", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("replaces all nodes when nodes is given, clears them with [], and keeps them when absent", async ({
+    t,
+  }) => {
+    const { owner, id } = await flowWithNodes(t);
     const replaced = await call(t, owner, "PUT", `/api/flows/${id}`, { nodes: [node("three")] });
     expect(replaced.json().nodes.map((n: { node_key: string }) => n.node_key)).toEqual(["three"]);
     const untouched = await call(t, owner, "PUT", `/api/flows/${id}`, { name: "Still" });
@@ -250,8 +245,8 @@ describe("PUT /api/flows/{id}", () => {
     expect((await storedFlow(t, id)).keys).toEqual([]);
   });
 
-  it("lets a teammate edit the flow", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("lets a teammate edit the flow", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const mate = await addMember(t.app, owner);
     const response = await call(t, mate, "PUT", `/api/flows/${id}`, {
       name: "Team edit",
@@ -264,7 +259,7 @@ describe("PUT /api/flows/{id}", () => {
     expect(read.json().nodes.map((n: { node_key: string }) => n.node_key)).toEqual(["x"]);
   });
 
-  it.each([
+  it.for([
     ["name blank", { name: "  " }, "name cannot be empty"],
     ["name empty", { name: "" }, "name cannot be empty"],
     ["name null", { name: null }, "name cannot be empty"],
@@ -299,8 +294,8 @@ describe("PUT /api/flows/{id}", () => {
     ["config missing", { nodes: [{ node_key: "a", node_type: "end" }] }, "config must be an object"],
     ["node_keys repeated", { nodes: [node("a"), node("b"), node("a")] }, 'nodes[2] (node_key "a")'],
     ["position_y a string", { nodes: [{ ...node("a"), position_y: "3" }] }, "position_y must be a number"],
-  ])("answers 400 when %s and changes nothing", async (_label, body, message) => {
-    const { owner, id } = await flowWithNodes();
+  ] as const)("answers 400 when %s and changes nothing", async ([_label, body, message], { t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const before = await storedFlow(t, id);
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, { name: "Changed?", ...body });
     expect(response.statusCode).toBe(400);
@@ -308,8 +303,8 @@ describe("PUT /api/flows/{id}", () => {
     expect(await storedFlow(t, id)).toEqual(before);
   });
 
-  it("accepts config nested 20 levels and refuses 21, naming the node", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("accepts config nested 20 levels and refuses 21, naming the node", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const nested = (depth: number) => {
       let value: Record<string, unknown> = {};
       for (let i = 1; i < depth; i++) value = { deeper: value };
@@ -325,14 +320,14 @@ describe("PUT /api/flows/{id}", () => {
     expect((await storedFlow(t, id)).keys).toEqual(["deep"]);
   });
 
-  it("accepts a 100-character node_key", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("accepts a 100-character node_key", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, { nodes: [node("k".repeat(100))] });
     expect(response.statusCode).toBe(200);
   });
 
-  it("answers 413 for a 10,000-node body past the 1 MiB limit and changes nothing", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("answers 413 for a 10,000-node body past the 1 MiB limit and changes nothing", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const before = await storedFlow(t, id);
     const nodes = Array.from({ length: 10_000 }, (_, i) =>
       node(`node-${i}`, "send_message", { text: `Message number ${i} with some padding text` }),
@@ -345,8 +340,8 @@ describe("PUT /api/flows/{id}", () => {
     expect(await storedFlow(t, id)).toEqual(before);
   });
 
-  it("answers 400 for more than 1000 nodes that fit in 1 MiB", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("answers 400 for more than 1000 nodes that fit in 1 MiB", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const nodes = Array.from({ length: 1001 }, (_, i) => node(`n${i}`));
     const response = await call(t, owner, "PUT", `/api/flows/${id}`, { nodes });
     expect(response.statusCode).toBe(400);
@@ -358,16 +353,18 @@ describe("PUT /api/flows/{id}", () => {
 });
 
 describe("DELETE /api/flows/{id}", () => {
-  it("answers 401 without a session and keeps the flow", async () => {
-    const { id } = await flowWithNodes();
+  it("answers 401 without a session and keeps the flow", async ({ t }) => {
+    const { id } = await flowWithNodes(t);
     const response = await call(t, null, "DELETE", `/api/flows/${id}`);
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
     expect((await storedFlow(t, id)).flow).toBeDefined();
   });
 
-  it("answers 404 for a missing id, a malformed id, another account's flow and a caller without an account", async () => {
-    const { id } = await flowWithNodes();
+  it("answers 404 for a missing id, a malformed id, another account's flow and a caller without an account", async ({
+    t,
+  }) => {
+    const { id } = await flowWithNodes(t);
     const { user: stranger } = await signUpWithAccount(t.app);
     const loner = await signUp(t.app);
     for (const [user, url] of [
@@ -383,8 +380,8 @@ describe("DELETE /api/flows/{id}", () => {
     expect((await storedFlow(t, id)).keys).toEqual(["one", "two"]);
   });
 
-  it("deletes the flow for a teammate, then answers 404 to a second delete", async () => {
-    const { owner, id } = await flowWithNodes();
+  it("deletes the flow for a teammate, then answers 404 to a second delete", async ({ t }) => {
+    const { owner, id } = await flowWithNodes(t);
     const mate = await addMember(t.app, owner);
     const response = await call(t, mate, "DELETE", `/api/flows/${id}`);
     expect(response.statusCode).toBe(200);
@@ -393,8 +390,8 @@ describe("DELETE /api/flows/{id}", () => {
     expect((await call(t, owner, "DELETE", `/api/flows/${id}`)).statusCode).toBe(404);
   });
 
-  it("removes nodes, runs and run events, and frees the contact for a new active run", async () => {
-    const { owner, accountId, id } = await flowWithNodes();
+  it("removes nodes, runs and run events, and frees the contact for a new active run", async ({ t }) => {
+    const { owner, accountId, id } = await flowWithNodes(t);
     const { id: otherFlowId } = await createFlow(t, owner, { name: "Other" });
     const { contact, conversation } = await insertContact(t, { accountId });
     const pool = t.database.pool;

@@ -1,109 +1,77 @@
-import { randomBytes } from "node:crypto";
-import { contacts, conversations, messages, messagingConfigs } from "../../src/db/schema/index.js";
-import type { TestApp } from "./harness.js";
-
 /**
- * Rows written straight to the database, for tests of one feature that need
- * another feature's data (a stored message to react to, say) without driving
- * that feature's endpoints.
+ * The common setup of the integration tests as vitest fixtures (`test.extend`): a test names
+ * what it needs in its context and gets it ready, and cleaned up after.
+ *
+ *   import { appTest as it } from "../helpers/fixtures.js";
+ *   it("…", async ({ t, owner }) => { … t.app.inject({ headers: owner.user.headers }) … });
+ *
+ * - `t`: the app on its own database (createTestApp), one per test file.
+ * - `owner`: a new user who owns a new account (signUpWithAccount on `t`), one per test.
+ *
+ *   import { sandboxTest as it } from "../helpers/fixtures.js";
+ *   it("…", async ({ s, biz, customer }) => { … });
+ *
+ * - `s`: the app listening on loopback with a Graph API sandbox upstream (startSandboxedApp), one
+ *   per test file; the sandbox's request log is emptied before each test.
+ * - `biz`: an account with a channel the sandbox knows (number, token, business account), one per test.
+ * - `customer`: a customer of `biz` writing to the app's webhook (customerOf), one per test.
+ *
+ * Files that need another configuration (an app secret, a clock, a rate limit) build their app
+ * with createTestApp or startSandboxedApp as before. The rows helpers (insertContact, …) are
+ * re-exported from rows.ts.
  */
+import { test } from "vitest";
+import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "./harness.js";
+import { type Business, business, customerOf, type SandboxedApp, startSandboxedApp } from "./sandbox-app.js";
 
-export const uniqueDigits = (length = 12) => Array.from(randomBytes(length), (b) => String(b % 10)).join("");
+export * from "./rows.js";
 
-/** A saved channel configuration, tokens encrypted with the app's key. */
-export async function insertChannelConfig(
-  t: TestApp,
-  input: {
-    accountId: string;
-    userId: string;
-    phoneNumberId?: string;
-    accessToken?: string;
-    verifyToken?: string | null;
-    businessAccountId?: string | null;
-  },
-) {
-  const { cipher } = t.app.deps;
-  const accessToken = input.accessToken ?? `EAAG${randomBytes(12).toString("hex")}`;
-  const verifyToken =
-    input.verifyToken === undefined ? `verify-${randomBytes(6).toString("hex")}` : input.verifyToken;
-  const [row] = await t.database.db
-    .insert(messagingConfigs)
-    .values({
-      accountId: input.accountId,
-      userId: input.userId,
-      phoneNumberId: input.phoneNumberId ?? uniqueDigits(15),
-      businessAccountId: input.businessAccountId ?? null,
-      accessToken: cipher.encrypt(accessToken),
-      verifyToken: verifyToken ? cipher.encrypt(verifyToken) : null,
-      verifyTokenHash: verifyToken ? cipher.keyedHash(verifyToken) : null,
-      status: "connected",
-      connectedAt: new Date(),
-    })
-    .returning();
-  return { row: row!, accessToken, verifyToken };
+export interface Owner {
+  user: TestUser;
+  accountId: string;
 }
 
-/**
- * A contact with its conversation. The customer last wrote `customerWroteAt`
- * (default: now, so the 24-hour window is open; null: never).
- */
-export async function insertContact(
-  t: TestApp,
-  input: {
-    accountId: string;
-    waId?: string;
-    name?: string | null;
-    phone?: string | null;
-    customerWroteAt?: Date | null;
+export const appTest = test.extend<{ t: TestApp; owner: Owner }>({
+  t: [
+    // biome-ignore lint/correctness/noEmptyPattern: vitest reads the fixtures a fixture uses from its first parameter
+    async ({}, use) => {
+      const t = await createTestApp();
+      await use(t);
+      await t.close();
+    },
+    { scope: "file" },
+  ],
+  owner: async ({ t }, use) => {
+    await use(await signUpWithAccount(t.app));
   },
-) {
-  const waId = input.waId ?? uniqueDigits(11);
-  const [contact] = await t.database.db
-    .insert(contacts)
-    .values({
-      accountId: input.accountId,
-      waId,
-      name: input.name === undefined ? "Customer" : input.name,
-      phone: input.phone === undefined ? waId : input.phone,
-    })
-    .returning();
-  const [conversation] = await t.database.db
-    .insert(conversations)
-    .values({
-      accountId: input.accountId,
-      contactId: contact!.id,
-      customerMessageAt: input.customerWroteAt === undefined ? new Date() : input.customerWroteAt,
-    })
-    .returning();
-  return { contact: contact!, conversation: conversation! };
-}
+});
 
-/** A stored message; inbound from the customer unless said otherwise. */
-export async function insertMessage(
-  t: TestApp,
-  input: {
-    accountId: string;
-    conversationId: string;
-    /** Upstream id; null for a message never sent upstream. Defaults to a fresh wamid. */
-    messageId?: string | null;
-    direction?: "inbound" | "outbound";
-    text?: string;
+export const sandboxTest = test.extend<{
+  s: SandboxedApp;
+  emptyLog: undefined;
+  biz: Business;
+  customer: ReturnType<typeof customerOf>;
+}>({
+  s: [
+    // biome-ignore lint/correctness/noEmptyPattern: vitest reads the fixtures a fixture uses from its first parameter
+    async ({}, use) => {
+      const s = await startSandboxedApp();
+      await use(s);
+      await s.close();
+    },
+    { scope: "file" },
+  ],
+  emptyLog: [
+    async ({ s }, use) => {
+      s.sandbox.clearRequests();
+      await use(undefined);
+    },
+    { auto: true },
+  ],
+  biz: async ({ s }, use) => {
+    await use(await business(s));
   },
-) {
-  const direction = input.direction ?? "inbound";
-  const [message] = await t.database.db
-    .insert(messages)
-    .values({
-      accountId: input.accountId,
-      conversationId: input.conversationId,
-      messageId:
-        input.messageId === undefined ? `wamid.${randomBytes(16).toString("base64url")}` : input.messageId,
-      direction,
-      senderType: direction === "inbound" ? "customer" : "agent",
-      type: "text",
-      text: input.text ?? "Hello",
-      status: direction === "inbound" ? "received" : input.messageId === null ? "failed" : "sent",
-    })
-    .returning();
-  return message!;
-}
+  customer: async ({ s, biz }, use) => {
+    await use(customerOf(s, biz));
+  },
+});

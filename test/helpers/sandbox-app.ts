@@ -1,8 +1,8 @@
 import type { AddressInfo } from "node:net";
 import { createCustomer } from "../../src/upstream/sandbox/customer.js";
 import { type Sandbox, startSandbox } from "../../src/upstream/sandbox/server.js";
-import { insertChannelConfig, uniqueDigits } from "./fixtures.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "./harness.js";
+import { insertChannelConfig, uniqueDigits } from "./rows.js";
 
 export const APP_SECRET = "test-secret";
 

@@ -311,6 +311,48 @@ describe("media (GET /{media_id}, the download URL, POST /{phone_number_id}/medi
     expect(json.json().error.code).toBe(100);
   });
 
+  it("reads uploads as @fastify/multipart does: a standard FormData, and refuses what it cannot read with Meta's envelope", async () => {
+    const upload = (body: BodyInit, headers: Record<string, string> = {}) =>
+      fetch(`${sandbox.url}/v25.0/${NUMBER.phoneNumberId}/media`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${NUMBER.accessToken}`, ...headers },
+        body,
+      });
+    const form = new FormData();
+    form.set("messaging_product", "whatsapp");
+    form.set("file", new Blob([DEMO_IMAGE], { type: "image/png" }), "shop.png");
+    const taken = await upload(form);
+    expect(taken.status).toBe(200);
+    const { id } = (await taken.json()) as { id: string };
+    expect(sandbox.media(id)).toEqual({ bytes: DEMO_IMAGE, mimeType: "image/png", filename: "shop.png" });
+    expect(sandbox.requests().at(-1)?.body).toEqual({
+      messaging_product: "whatsapp",
+      file: { filename: "shop.png", content_type: "image/png", size: DEMO_IMAGE.length },
+    });
+
+    const noFile = new FormData();
+    noFile.set("messaging_product", "whatsapp");
+    const missing = await upload(noFile);
+    expect(missing.status).toBe(400);
+    expect(((await missing.json()) as { error: { error_data: { details: string } } }).error).toMatchObject({
+      code: 100,
+      error_data: { details: "file is required" },
+    });
+
+    // A body cut off before its closing boundary.
+    const cut = await upload(
+      '--xyz\r\ncontent-disposition: form-data; name="messaging_product"\r\n\r\nwhats',
+      {
+        "content-type": "multipart/form-data; boundary=xyz",
+      },
+    );
+    expect(cut.status).toBe(400);
+    expect(((await cut.json()) as { error: { code: number; fbtrace_id: string } }).error).toMatchObject({
+      code: 100,
+      fbtrace_id: expect.any(String),
+    });
+  });
+
   it("sends media by an uploaded id (Meta's 'Send Image Message by ID'), refusing unknown ids", async () => {
     const id = addImage();
     await client().sendMessage(NUMBER.accessToken, NUMBER.phoneNumberId, "16505551234", {

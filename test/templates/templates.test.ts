@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { DEMO_TEMPLATES, type SandboxTemplate } from "../../src/upstream/sandbox/templates.js";
 import { templateStatusPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
-import { insertContact } from "../helpers/fixtures.js";
+import { insertContact, sandboxTest as it } from "../helpers/fixtures.js";
 import { signUpWithAccount } from "../helpers/harness.js";
 import {
   type Business,
@@ -9,19 +9,17 @@ import {
   conversationsOf,
   messagesOf,
   type SandboxedApp,
-  startSandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
 import { postWebhook } from "../webhook/meta.js";
 
-let s: SandboxedApp;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-});
-afterAll(() => s.close());
-beforeEach(() => s.sandbox.clearRequests());
-
-const api = (b: Business | null, method: "GET" | "POST" | "PUT", url: string, payload?: unknown) =>
+const api = (
+  s: SandboxedApp,
+  b: Business | null,
+  method: "GET" | "POST" | "PUT",
+  url: string,
+  payload?: unknown,
+) =>
   s.t.app.inject({
     method,
     url,
@@ -29,9 +27,9 @@ const api = (b: Business | null, method: "GET" | "POST" | "PUT", url: string, pa
     ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
   });
 
-const sync = (b: Business) => api(b, "POST", "/api/messaging/templates/sync");
-const list = async (b: Business, query = "") =>
-  (await api(b, "GET", `/api/messaging/templates${query}`)).json();
+const sync = (s: SandboxedApp, b: Business) => api(s, b, "POST", "/api/messaging/templates/sync");
+const list = async (s: SandboxedApp, b: Business, query = "") =>
+  (await api(s, b, "GET", `/api/messaging/templates${query}`)).json();
 
 const many = (count: number): SandboxTemplate[] =>
   Array.from({ length: count }, (_, i) => ({
@@ -49,20 +47,19 @@ const orderUpdate = (parameters: string[]) => ({
   components: [{ type: "body", parameters: parameters.map((text) => ({ type: "text", text })) }],
 });
 
-async function syncedBusiness() {
+async function syncedBusiness(s: SandboxedApp) {
   const b = await business(s);
-  expect((await sync(b)).statusCode).toBe(200);
+  expect((await sync(s, b)).statusCode).toBe(200);
   return b;
 }
 
 describe("POST /api/messaging/templates/sync", () => {
-  it("answers 401 without a session", async () => {
-    expect((await api(null, "POST", "/api/messaging/templates/sync")).statusCode).toBe(401);
+  it("answers 401 without a session", async ({ s }) => {
+    expect((await api(s, null, "POST", "/api/messaging/templates/sync")).statusCode).toBe(401);
   });
 
-  it("stores the business account's templates with Meta's fields", async () => {
-    const b = await business(s);
-    const response = await sync(b);
+  it("stores the business account's templates with Meta's fields", async ({ s, biz: b }) => {
+    const response = await sync(s, b);
     expect(response.statusCode).toBe(200);
     const body = response.json();
     expect(body.synced).toBe(DEMO_TEMPLATES.length);
@@ -86,56 +83,57 @@ describe("POST /api/messaging/templates/sync", () => {
     expect(response.body).not.toContain(b.accessToken);
   });
 
-  it("follows Meta's pages to the end", async () => {
-    const b = await business(s);
+  it("follows Meta's pages to the end", async ({ s, biz: b }) => {
     s.sandbox.setTemplates(b.businessAccountId, many(250));
-    const response = await sync(b);
+    const response = await sync(s, b);
     expect(response.json().synced).toBe(250);
     const calls = upstreamCalls(s, "GET", `/${b.businessAccountId}/message_templates`);
     expect(calls).toHaveLength(3);
     expect(calls[0]?.query.after).toBeUndefined();
     expect(calls[1]?.query.after).toEqual(expect.any(String));
-    expect((await list(b)).templates).toHaveLength(250);
+    expect((await list(s, b)).templates).toHaveLength(250);
   });
 
-  it("updates changed templates and removes those gone upstream", async () => {
-    const b = await syncedBusiness();
+  it("updates changed templates and removes those gone upstream", async ({ s }) => {
+    const b = await syncedBusiness(s);
     const [first, ...rest] = many(3);
     s.sandbox.setTemplates(b.businessAccountId, [{ ...first!, status: "PAUSED" }, ...rest]);
-    await sync(b);
+    await sync(s, b);
     s.sandbox.setTemplates(b.businessAccountId, [{ ...first!, status: "APPROVED", category: "MARKETING" }]);
-    const response = await sync(b);
+    const response = await sync(s, b);
     expect(response.json().synced).toBe(1);
     expect(
-      (await list(b)).templates.map((t: Record<string, unknown>) => [t.name, t.status, t.category]),
+      (await list(s, b)).templates.map((t: Record<string, unknown>) => [t.name, t.status, t.category]),
     ).toEqual([["notice_000", "APPROVED", "MARKETING"]]);
   });
 
-  it("keeps the stored list whole when a page fails half-way", async () => {
-    const b = await syncedBusiness();
-    const before = (await list(b)).templates;
+  it("keeps the stored list whole when a page fails half-way", async ({ s }) => {
+    const b = await syncedBusiness(s);
+    const before = (await list(s, b)).templates;
     // The second page holds a template without a name: the answer is unusable.
     const broken = many(150);
     broken[120] = { ...broken[120]!, name: undefined as unknown as string };
     s.sandbox.setTemplates(b.businessAccountId, broken);
-    const response = await sync(b);
+    const response = await sync(s, b);
     expect(response.statusCode).toBe(502);
     expect(response.json().error).toMatch(/template/i);
-    expect((await list(b)).templates).toEqual(before);
+    expect((await list(s, b)).templates).toEqual(before);
 
     s.sandbox.inject(
       { path: /message_templates$/ },
       { status: 500, error: { code: 2, message: "Service down" } },
     );
-    const failed = await sync(b);
+    const failed = await sync(s, b);
     expect(failed.statusCode).toBe(502);
     expect(failed.json()).toEqual({ error: "Service down" });
-    expect((await list(b)).templates).toEqual(before);
+    expect((await list(s, b)).templates).toEqual(before);
   });
 
-  it("answers 400 without a business_account_id or without a channel, calling nothing upstream", async () => {
+  it("answers 400 without a business_account_id or without a channel, calling nothing upstream", async ({
+    s,
+  }) => {
     const noWaba = await business(s, { businessAccountId: null });
-    const response = await sync(noWaba);
+    const response = await sync(s, noWaba);
     expect(response.statusCode).toBe(400);
     expect(response.json().error).toMatch(/business_account_id/);
 
@@ -152,26 +150,26 @@ describe("POST /api/messaging/templates/sync", () => {
 });
 
 describe("GET /api/messaging/templates", () => {
-  it("filters by status and by part of the name, and shows only the account's own", async () => {
-    const b = await syncedBusiness();
+  it("filters by status and by part of the name, and shows only the account's own", async ({ s }) => {
+    const b = await syncedBusiness(s);
     const other = await business(s);
-    expect((await list(other)).templates).toEqual([]);
-    expect((await list(b, "?status=pending")).templates.map((t: { name: string }) => t.name)).toEqual([
+    expect((await list(s, other)).templates).toEqual([]);
+    expect((await list(s, b, "?status=pending")).templates.map((t: { name: string }) => t.name)).toEqual([
       "fall_sale",
     ]);
     expect(
-      (await list(b, "?q=HELLO")).templates.map(
+      (await list(s, b, "?q=HELLO")).templates.map(
         (t: { name: string; language: string }) => `${t.name}/${t.language}`,
       ),
     ).toEqual(["hello_world/en_US", "hello_world/es"]);
-    expect((await list(b, "?q=%25")).templates).toEqual([]);
-    expect((await api(b, "GET", "/api/messaging/templates?status=no%20way")).statusCode).toBe(400);
+    expect((await list(s, b, "?q=%25")).templates).toEqual([]);
+    expect((await api(s, b, "GET", "/api/messaging/templates?status=no%20way")).statusCode).toBe(400);
   });
 });
 
 describe("template status webhooks", () => {
-  it("move a stored template's status (message_template_status_update)", async () => {
-    const b = await syncedBusiness();
+  it("move a stored template's status (message_template_status_update)", async ({ s }) => {
+    const b = await syncedBusiness(s);
     const { payload } = templateStatusPayload({
       businessAccountId: b.businessAccountId,
       templateId: "731503812290114",
@@ -180,7 +178,7 @@ describe("template status webhooks", () => {
       event: "APPROVED",
     });
     expect((await postWebhook(s.t.app, payload)).statusCode).toBe(200);
-    expect((await list(b, "?q=fall_sale")).templates[0].status).toBe("APPROVED");
+    expect((await list(s, b, "?q=fall_sale")).templates[0].status).toBe("APPROVED");
 
     const rejected = templateStatusPayload({
       businessAccountId: b.businessAccountId,
@@ -191,21 +189,21 @@ describe("template status webhooks", () => {
       reason: "INCORRECT_CATEGORY",
     });
     await postWebhook(s.t.app, rejected.payload);
-    expect((await list(b, "?q=order_update")).templates[0].status).toBe("APPROVED");
+    expect((await list(s, b, "?q=order_update")).templates[0].status).toBe("APPROVED");
   });
 });
 
 describe("sending a template in a conversation", () => {
-  const send = (b: Business, conversationId: string, payload: unknown) =>
-    api(b, "POST", `/api/conversations/${conversationId}/messages`, payload);
+  const send = (s: SandboxedApp, b: Business, conversationId: string, payload: unknown) =>
+    api(s, b, "POST", `/api/conversations/${conversationId}/messages`, payload);
 
-  it("sends an approved template with its parameters, also outside the 24-hour window", async () => {
-    const b = await syncedBusiness();
+  it("sends an approved template with its parameters, also outside the 24-hour window", async ({ s }) => {
+    const b = await syncedBusiness(s);
     const { conversation, contact } = await insertContact(s.t, {
       accountId: b.accountId,
       customerWroteAt: null,
     });
-    const response = await send(b, conversation.id, { template: orderUpdate(["Ada", "#1042"]) });
+    const response = await send(s, b, conversation.id, { template: orderUpdate(["Ada", "#1042"]) });
     expect(response.statusCode).toBe(201);
     expect(response.json().message).toMatchObject({
       type: "template",
@@ -237,8 +235,10 @@ describe("sending a template in a conversation", () => {
     });
   });
 
-  it("answers 400 for an unknown or unapproved template and wrong parameter counts, sending nothing", async () => {
-    const b = await syncedBusiness();
+  it("answers 400 for an unknown or unapproved template and wrong parameter counts, sending nothing", async ({
+    s,
+  }) => {
+    const b = await syncedBusiness(s);
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
     const cases: Array<[unknown, RegExp]> = [
       [{ name: "nope", language: "en_US" }, /"nope" \(en_US\) is not among the synced templates/],
@@ -259,11 +259,11 @@ describe("sending a template in a conversation", () => {
       ["just a name", /template must be an object/],
     ];
     for (const [template, error] of cases) {
-      const response = await send(b, conversation.id, { template });
+      const response = await send(s, b, conversation.id, { template });
       expect(response.statusCode, JSON.stringify(template)).toBe(400);
       expect(response.json().error).toMatch(error);
     }
-    const both = await send(b, conversation.id, { text: "hi", template: orderUpdate(["a", "b"]) });
+    const both = await send(s, b, conversation.id, { text: "hi", template: orderUpdate(["a", "b"]) });
     expect(both.statusCode).toBe(400);
     expect(upstreamCalls(s, "POST", "/messages")).toHaveLength(0);
     expect(await messagesOf(s, b, conversation.id)).toEqual([]);
@@ -271,11 +271,14 @@ describe("sending a template in a conversation", () => {
 });
 
 describe("POST /api/conversations", () => {
-  const start = (b: Business, payload: unknown) => api(b, "POST", "/api/conversations", payload);
+  const start = (s: SandboxedApp, b: Business, payload: unknown) =>
+    api(s, b, "POST", "/api/conversations", payload);
 
-  it("starts a conversation with a new number by a template, and finds it again the next time", async () => {
-    const b = await syncedBusiness();
-    const response = await start(b, {
+  it("starts a conversation with a new number by a template, and finds it again the next time", async ({
+    s,
+  }) => {
+    const b = await syncedBusiness(s);
+    const response = await start(s, b, {
       phone: "+1 (650) 555-0199",
       name: "Grace",
       template: { name: "hello_world", language: "en_US" },
@@ -296,15 +299,15 @@ describe("POST /api/conversations", () => {
       type: "template",
     });
 
-    const again = await start(b, { phone: "16505550199", template: orderUpdate(["Grace", "#7"]) });
+    const again = await start(s, b, { phone: "16505550199", template: orderUpdate(["Grace", "#7"]) });
     expect(again.statusCode).toBe(201);
     expect(again.json().conversation.id).toBe(conversation.id);
     expect(again.json().conversation.contact.name).toBe("Grace");
     expect(await conversationsOf(s, b)).toHaveLength(1);
   });
 
-  it("answers 400 for text, a bad phone, a bad template or no channel, and writes nothing", async () => {
-    const b = await syncedBusiness();
+  it("answers 400 for text, a bad phone, a bad template or no channel, and writes nothing", async ({ s }) => {
+    const b = await syncedBusiness(s);
     const cases: Array<[unknown, RegExp]> = [
       [{ phone: "16505550100", text: "hi" }, /Only a template can start a conversation/],
       [{ phone: "16505550100" }, /template/],
@@ -317,7 +320,7 @@ describe("POST /api/conversations", () => {
       [{ phone: "16505550100", template: orderUpdate(["only one"]) }, /expects 2 parameters/],
     ];
     for (const [payload, error] of cases) {
-      const response = await start(b, payload);
+      const response = await start(s, b, payload);
       expect(response.statusCode, JSON.stringify(payload)).toBe(400);
       expect(response.json().error).toMatch(error);
     }
@@ -339,11 +342,11 @@ describe("POST /api/conversations", () => {
     expect(upstreamCalls(s, "POST", "/messages")).toHaveLength(0);
   });
 
-  it("answers 502 when Meta refuses the template, keeping the message failed", async () => {
-    const b = await syncedBusiness();
+  it("answers 502 when Meta refuses the template, keeping the message failed", async ({ s }) => {
+    const b = await syncedBusiness(s);
     // Meta's list changed since the sync: it no longer knows the template.
     s.sandbox.setTemplates(b.businessAccountId, []);
-    const response = await start(b, {
+    const response = await start(s, b, {
       phone: "16505550123",
       template: { name: "hello_world", language: "en_US" },
     });
@@ -354,10 +357,10 @@ describe("POST /api/conversations", () => {
 });
 
 describe("the send_template flow node on activation", () => {
-  async function flowWith(b: Business, config: Record<string, unknown>) {
-    const created = await api(b, "POST", "/api/flows", { name: "Re-engage" });
+  async function flowWith(s: SandboxedApp, b: Business, config: Record<string, unknown>) {
+    const created = await api(s, b, "POST", "/api/flows", { name: "Re-engage" });
     const id = created.json().flow.id;
-    const put = await api(b, "PUT", `/api/flows/${id}`, {
+    const put = await api(s, b, "PUT", `/api/flows/${id}`, {
       name: "Re-engage",
       trigger_type: "manual",
       entry_node_id: "start",
@@ -370,12 +373,14 @@ describe("the send_template flow node on activation", () => {
     expect(put.statusCode, put.body).toBe(200);
     return id as string;
   }
-  const activate = (b: Business, id: string) =>
-    api(b, "POST", `/api/flows/${id}/activate`, { status: "active" });
+  const activate = (s: SandboxedApp, b: Business, id: string) =>
+    api(s, b, "POST", `/api/flows/${id}/activate`, { status: "active" });
 
-  it("activates with an approved template and the right parameters, else answers 422 naming the problem", async () => {
-    const b = await syncedBusiness();
-    const good = await flowWith(b, {
+  it("activates with an approved template and the right parameters, else answers 422 naming the problem", async ({
+    s,
+  }) => {
+    const b = await syncedBusiness(s);
+    const good = await flowWith(s, b, {
       template_name: "order_update",
       language: "en_US",
       components: [
@@ -388,7 +393,7 @@ describe("the send_template flow node on activation", () => {
         },
       ],
     });
-    expect((await activate(b, good)).statusCode).toBe(200);
+    expect((await activate(s, b, good)).statusCode).toBe(200);
 
     const cases: Array<[Record<string, unknown>, RegExp]> = [
       [{ template_name: "missing", language: "en_US" }, /not among the synced templates/],
@@ -398,8 +403,8 @@ describe("the send_template flow node on activation", () => {
       [{ language: "en_US" }, /template_name is required/],
     ];
     for (const [config, message] of cases) {
-      const id = await flowWith(b, config);
-      const response = await activate(b, id);
+      const id = await flowWith(s, b, config);
+      const response = await activate(s, b, id);
       expect(response.statusCode, JSON.stringify(config)).toBe(422);
       const issues = response.json().issues as Array<{ message: string; node_key?: string }>;
       expect(
@@ -409,10 +414,9 @@ describe("the send_template flow node on activation", () => {
     }
   });
 
-  it("checks against the account's own templates", async () => {
-    const b = await business(s);
-    const id = await flowWith(b, { template_name: "hello_world", language: "en_US" });
-    const response = await activate(b, id);
+  it("checks against the account's own templates", async ({ s, biz: b }) => {
+    const id = await flowWith(s, b, { template_name: "hello_world", language: "en_US" });
+    const response = await activate(s, b, id);
     expect(response.statusCode).toBe(422);
     expect(JSON.stringify(response.json().issues)).toMatch(/sync templates first/);
   });

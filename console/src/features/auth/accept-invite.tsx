@@ -1,8 +1,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useLocation, useParams } from "wouter";
-import { api } from "../../lib/api";
 import { useMe } from "../../lib/session";
 import { FormError } from "../../lib/ui";
+import { acceptInvitation } from "./api";
 
 export function AcceptInvitePage() {
   const { token } = useParams<{ token: string }>();
@@ -10,8 +10,7 @@ export function AcceptInvitePage() {
   const client = useQueryClient();
   const [, navigate] = useLocation();
   const accept = useMutation({
-    mutationFn: () =>
-      api(`/api/invitations/${encodeURIComponent(token)}/accept`, { method: "POST", body: {} }),
+    mutationFn: () => acceptInvitation(token),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: ["me"] });
       navigate("/inbox", { replace: true });

@@ -1,9 +1,9 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { useLocation } from "wouter";
-import { api } from "../../lib/api";
 import { useMe } from "../../lib/session";
 import { Field, FormError, formErrors } from "../../lib/ui";
+import { createAccount, signOut } from "./api";
 
 /** A signed-in user without an account: create one, or join one with an invitation. */
 export function OnboardingPage() {
@@ -13,7 +13,7 @@ export function OnboardingPage() {
   const [name, setName] = useState("");
   const [invite, setInvite] = useState("");
   const create = useMutation({
-    mutationFn: () => api("/api/accounts", { body: { name } }),
+    mutationFn: () => createAccount(name),
     onSuccess: async () => {
       await client.invalidateQueries({ queryKey: ["me"] });
       navigate("/channel");
@@ -24,8 +24,8 @@ export function OnboardingPage() {
     e.preventDefault();
     create.mutate();
   };
-  const signOut = async () => {
-    await api("/api/auth/sign-out", { method: "POST", body: {}, allowUnauthorized: true }).catch(() => {});
+  const leave = async () => {
+    await signOut().catch(() => {});
     client.clear();
     navigate("/sign-in", { replace: true });
   };
@@ -40,7 +40,7 @@ export function OnboardingPage() {
         <h1>Welcome, {me.data?.user.name}</h1>
         <p className="subtitle">
           Create your business's account, or join your team with an invitation. Not {me.data?.user.email}?{" "}
-          <button type="button" className="link-button" onClick={signOut}>
+          <button type="button" className="link-button" onClick={leave}>
             Sign out
           </button>
         </p>

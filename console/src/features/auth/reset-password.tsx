@@ -1,15 +1,15 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useSearch } from "wouter";
-import { api } from "../../lib/api";
 import { Field, FormError, formErrors } from "../../lib/ui";
+import { requestPasswordReset, resetPassword } from "./api";
 import { AuthFrame } from "./sign-in";
 
 /** Asks for a reset link by email; the answer is the same whether or not the email has a login. */
 export function ForgotPasswordPage() {
   const [email, setEmail] = useState("");
   const request = useMutation({
-    mutationFn: () => api("/api/auth/request-password-reset", { body: { email }, allowUnauthorized: true }),
+    mutationFn: () => requestPasswordReset(email),
   });
   const errors = formErrors(request.error, ["email"]);
   const submit = (e: FormEvent) => {
@@ -54,8 +54,7 @@ export function ResetPasswordPage() {
   const token = new URLSearchParams(useSearch()).get("token") ?? "";
   const [password, setPassword] = useState("");
   const reset = useMutation({
-    mutationFn: () =>
-      api("/api/auth/reset-password", { body: { token, newPassword: password }, allowUnauthorized: true }),
+    mutationFn: () => resetPassword({ token, newPassword: password }),
   });
   const errors = formErrors(reset.error, ["newPassword"]);
   const submit = (e: FormEvent) => {

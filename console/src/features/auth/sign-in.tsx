@@ -1,9 +1,10 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
-import { api, HttpError } from "../../lib/api";
+import { HttpError } from "../../lib/api";
 import { Field, FormError, formErrors } from "../../lib/ui";
 import { ConnectionBanner } from "../shell/shell";
+import * as auth from "./api";
 
 /** Only paths inside the console, never another site. */
 function safeNext(search: string) {
@@ -35,7 +36,7 @@ export function SignInPage() {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const signIn = useMutation({
-    mutationFn: () => api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true }),
+    mutationFn: () => auth.signIn({ email, password }),
     onSuccess: async () => {
       await client.resetQueries();
       navigate(safeNext(search), { replace: true });
@@ -111,9 +112,9 @@ export function SignUpPage() {
     // Sign-up only creates the login (it never opens a session, whatever the answer); signing in
     // right after it does, and fails with the sign-up's own error when the login was not created.
     mutationFn: async () => {
-      await api("/api/auth/sign-up/email", { body: { name, email, password }, allowUnauthorized: true });
+      await auth.signUp({ name, email, password });
       try {
-        return await api("/api/auth/sign-in/email", { body: { email, password }, allowUnauthorized: true });
+        return await auth.signIn({ email, password });
       } catch (error) {
         // Sign-up answers alike for a taken email: then this password does not open that login.
         if (error instanceof HttpError && error.status === 401)

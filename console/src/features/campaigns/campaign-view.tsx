@@ -1,11 +1,11 @@
 import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useParams } from "wouter";
-import { api, errorText } from "../../lib/api";
+import { errorText } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
 import { Badge, FormError, PageHeader, Spinner } from "../../lib/ui";
-import { type Recipient, useCampaign } from "./campaigns-api";
+import { campaignAction, campaignKeys, fetchRecipients, recipientsCsvUrl, useCampaign } from "./api";
 import { Progress, STATUS_TONE } from "./campaigns-page";
 
 const COUNTS = [
@@ -28,12 +28,9 @@ export function CampaignView() {
   const [error, setError] = useState<string>();
   // Pages of 100 by the API's cursor; "Load more" adds the next (kept live while shown).
   const recipients = useInfiniteQuery({
-    queryKey: ["campaigns", id, "recipients", status],
+    queryKey: campaignKeys.recipients(id, status),
     initialPageParam: "",
-    queryFn: ({ pageParam }) =>
-      api<{ recipients: Recipient[]; next_cursor: string | null }>(
-        `/api/campaigns/${id}/recipients?limit=100${status ? `&status=${status}` : ""}${pageParam ? `&cursor=${pageParam}` : ""}`,
-      ),
+    queryFn: ({ pageParam }) => fetchRecipients(id, status, pageParam),
     getNextPageParam: (last) => last.next_cursor ?? undefined,
     refetchInterval: pollInterval,
   });
@@ -42,8 +39,8 @@ export function CampaignView() {
   const act = async (verb: "pause" | "resume" | "cancel" | "retry-failed") => {
     setError(undefined);
     try {
-      await api(`/api/campaigns/${id}/${verb}`, { method: "POST" });
-      await client.invalidateQueries({ queryKey: ["campaigns"] });
+      await campaignAction(id, verb);
+      await client.invalidateQueries({ queryKey: campaignKeys.all });
     } catch (e) {
       setError(errorText(e));
     }
@@ -111,10 +108,7 @@ export function CampaignView() {
               </option>
             ))}
           </select>
-          <a
-            className="btn btn-small"
-            href={`/api/campaigns/${id}/recipients.csv${status ? `?status=${status}` : ""}`}
-          >
+          <a className="btn btn-small" href={recipientsCsvUrl(id, status)}>
             Download CSV
           </a>
         </div>

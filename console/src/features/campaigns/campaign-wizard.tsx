@@ -1,11 +1,18 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useState } from "react";
 import { useLocation, useSearch } from "wouter";
-import { api, errorText } from "../../lib/api";
+import { errorText } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, PageHeader, Spinner } from "../../lib/ui";
-import { useTemplates } from "../inbox/inbox-api";
-import type { Campaign, Preview } from "./campaigns-api";
+import { useTemplates } from "../inbox/api";
+import {
+  campaignAction,
+  campaignKeys,
+  fetchCampaign,
+  previewCampaign,
+  saveCampaign,
+  sendCampaignTest,
+} from "./api";
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g;
 const FIELDS = ["{{contact.name|there}}", "{{contact.phone}}", "{{contact.attributes.KEY|fallback}}"];
@@ -93,9 +100,9 @@ export function CampaignWizard() {
   const [busy, setBusy] = useState(false);
 
   const draft = useQuery({
-    queryKey: ["campaigns", id],
+    queryKey: campaignKeys.campaign(id),
     enabled: Boolean(id),
-    queryFn: async () => (await api<{ campaign: Campaign }>(`/api/campaigns/${id}`)).campaign,
+    queryFn: () => fetchCampaign(id ?? ""),
   });
   // A saved draft opened again: its fields fill the form once.
   const [loaded, setLoaded] = useState(false);
@@ -165,8 +172,8 @@ export function CampaignWizard() {
     300,
   );
   const preview = useQuery({
-    queryKey: ["campaigns", "draft-preview", draftBody],
-    queryFn: () => api<Preview>("/api/campaigns/preview", { method: "POST", body: JSON.parse(draftBody) }),
+    queryKey: campaignKeys.preview(draftBody),
+    queryFn: () => previewCampaign(JSON.parse(draftBody)),
     placeholderData: (previous) => previous,
   });
 
@@ -197,31 +204,26 @@ export function CampaignWizard() {
   const save = () =>
     run(async () => {
       const body = payload();
-      const saved = id
-        ? await api<{ campaign: Campaign }>(`/api/campaigns/${id}`, { method: "PATCH", body })
-        : await api<{ campaign: Campaign }>("/api/campaigns", { method: "POST", body });
+      const saved = await saveCampaign(id, body);
       setId(saved.campaign.id);
       setLoaded(true);
-      await client.invalidateQueries({ queryKey: ["campaigns"] });
+      await client.invalidateQueries({ queryKey: campaignKeys.all });
       setNotice("Draft saved");
     });
 
   const sendTest = () =>
     run(async () => {
-      await api(`/api/campaigns/${id}/test`, { method: "POST", body: { phone: testPhone } });
+      await sendCampaignTest(id ?? "", testPhone);
       setNotice(`Test sent to ${testPhone}`);
     });
 
   const start = () =>
     run(async () => {
       if (scheduleAt) {
-        await api(`/api/campaigns/${id}`, {
-          method: "PATCH",
-          body: { scheduled_at: new Date(scheduleAt).toISOString() },
-        });
+        await saveCampaign(id, { scheduled_at: new Date(scheduleAt).toISOString() });
       }
-      await api(`/api/campaigns/${id}/start`, { method: "POST" });
-      await client.invalidateQueries({ queryKey: ["campaigns"] });
+      await campaignAction(id ?? "", "start");
+      await client.invalidateQueries({ queryKey: campaignKeys.all });
       navigate(`/campaigns/${id}`);
     });
 

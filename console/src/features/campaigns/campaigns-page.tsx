@@ -1,6 +1,6 @@
 import { Link } from "wouter";
 import { Badge, Empty, FormError, PageHeader, Spinner } from "../../lib/ui";
-import { type CampaignCounts, type CampaignStatus, doneCount, useCampaigns } from "./campaigns-api";
+import { type CampaignCounts, type CampaignStatus, doneCount, useCampaigns } from "./api";
 
 export const STATUS_TONE: Record<CampaignStatus, string> = {
   draft: "neutral",

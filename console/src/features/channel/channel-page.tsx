@@ -1,9 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
-import type { ChannelHealth } from "../../lib/types";
 import { Badge, CopyField, Field, FormError, formErrors, PageHeader, Spinner } from "../../lib/ui";
+import {
+  channelKeys,
+  deleteChannelConfig,
+  fetchChannelHealth,
+  saveChannelConfig,
+  webhookCallbackUrl,
+} from "./api";
 
 const REASONS: Record<string, string> = {
   no_config: "No WhatsApp number is connected yet.",
@@ -13,20 +18,13 @@ const REASONS: Record<string, string> = {
   no_account: "Your login is not part of an account.",
 };
 
-interface SaveResult {
-  success: boolean;
-  registered?: boolean;
-  registration_skipped?: boolean;
-  registration_error?: string;
-}
-
 const FIELDS = ["phone_number_id", "business_account_id", "access_token", "verify_token", "pin"] as const;
 
 export function ChannelPage() {
   const client = useQueryClient();
   const health = useQuery({
-    queryKey: ["channel"],
-    queryFn: () => api<ChannelHealth>("/api/messaging/config"),
+    queryKey: channelKeys.health,
+    queryFn: fetchChannelHealth,
   });
   const [form, setForm] = useState<Record<(typeof FIELDS)[number], string>>({
     phone_number_id: "",
@@ -40,7 +38,7 @@ export function ChannelPage() {
     mutationFn: () => {
       const body: Record<string, string> = {};
       for (const key of FIELDS) if (form[key].trim()) body[key] = form[key].trim();
-      return api<SaveResult>("/api/messaging/config", { body });
+      return saveChannelConfig(body);
     },
     onSuccess: (result) => {
       setNotice(
@@ -51,14 +49,14 @@ export function ChannelPage() {
           : `Saved, but registration failed: ${result.registration_error}. Save again with the right PIN.`,
       );
       setForm((f) => ({ ...f, access_token: "", pin: "" }));
-      void client.invalidateQueries({ queryKey: ["channel"] });
+      void client.invalidateQueries({ queryKey: channelKeys.health });
     },
   });
   const reset = useMutation({
-    mutationFn: () => api("/api/messaging/config", { method: "DELETE" }),
+    mutationFn: deleteChannelConfig,
     onSuccess: () => {
       setNotice("The configuration was removed. Connect the number again below.");
-      void client.invalidateQueries({ queryKey: ["channel"] });
+      void client.invalidateQueries({ queryKey: channelKeys.health });
     },
   });
   const errors = formErrors(save.error, FIELDS);
@@ -157,7 +155,7 @@ export function ChannelPage() {
           In your Meta app, WhatsApp → Configuration → Webhook: paste this callback URL, the verify token you
           set below, and subscribe to the <code>messages</code> field.
         </p>
-        <CopyField label="Callback URL" value={`${window.location.origin}/api/messaging/webhook`} />
+        <CopyField label="Callback URL" value={webhookCallbackUrl(window.location.origin)} />
       </section>
 
       <section className="card" aria-labelledby="connect-title">

@@ -1,10 +1,18 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link, useLocation, useParams } from "wouter";
-import { api, errorText, listOf } from "../../lib/api";
+import { errorText } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { FormError, PageHeader, Spinner } from "../../lib/ui";
-import { type AttributeDefinition, type ContactDetail, contactAddress, contactName } from "./contacts-api";
+import {
+  type AttributeDefinition,
+  contactAddress,
+  contactKeys,
+  contactName,
+  deleteContact,
+  fetchAttributeDefinitions,
+  fetchContact,
+} from "./api";
 
 /** An attribute's value as its type reads best. */
 function shownValue(value: string, definition: AttributeDefinition | undefined) {
@@ -24,18 +32,18 @@ export function ContactPage() {
   const client = useQueryClient();
   const [confirming, setConfirming] = useState(false);
   const contact = useQuery({
-    queryKey: ["contact", id],
-    queryFn: async () => (await api<{ contact: ContactDetail }>(`/api/contacts/${id}`)).contact,
+    queryKey: contactKeys.contact(id),
+    queryFn: () => fetchContact(id),
   });
   const definitions = useQuery({
-    queryKey: ["contact-attributes"],
-    queryFn: async () => listOf<AttributeDefinition>(await api("/api/contact-attributes"), "attributes"),
+    queryKey: contactKeys.attributes,
+    queryFn: fetchAttributeDefinitions,
   });
   const erase = useMutation({
-    mutationFn: () => api(`/api/contacts/${id}`, { method: "DELETE" }),
+    mutationFn: () => deleteContact(id),
     onSuccess: () => {
-      client.removeQueries({ queryKey: ["contact", id] });
-      void client.invalidateQueries({ queryKey: ["contacts"] });
+      client.removeQueries({ queryKey: contactKeys.contact(id) });
+      void client.invalidateQueries({ queryKey: contactKeys.all });
       navigate("/contacts", { replace: true });
     },
   });

@@ -1,15 +1,16 @@
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link } from "wouter";
-import { api, listOf } from "../../lib/api";
 import { Empty, FormError, PageHeader, Spinner } from "../../lib/ui";
 import {
-  type AttributeDefinition,
-  type ContactDetail,
   contactAddress,
+  contactKeys,
   contactName,
+  contactsCsvUrl,
+  fetchAttributeDefinitions,
+  fetchContacts,
   filterParams,
-} from "./contacts-api";
+} from "./api";
 
 export function ContactsPage() {
   const [q, setQ] = useState("");
@@ -20,15 +21,15 @@ export function ContactsPage() {
   const filters = { q, tag, optedOut, attribute, value };
   const params = filterParams(filters);
   const definitions = useQuery({
-    queryKey: ["contact-attributes"],
-    queryFn: async () => listOf<AttributeDefinition>(await api("/api/contact-attributes"), "attributes"),
+    queryKey: contactKeys.attributes,
+    queryFn: fetchAttributeDefinitions,
   });
   const contacts = useQuery({
-    queryKey: ["contacts", params.toString()],
+    queryKey: contactKeys.list(params.toString()),
     queryFn: async () => {
       const query = new URLSearchParams(params);
       query.set("limit", "100");
-      return listOf<ContactDetail>(await api(`/api/contacts?${query}`), "contacts");
+      return fetchContacts(query);
     },
     placeholderData: (previous) => previous,
   });
@@ -42,7 +43,7 @@ export function ContactsPage() {
             <Link href="/contacts/import" className="btn">
               Import CSV
             </Link>
-            <a className="btn" href={`/api/contacts.csv?${params}`} download>
+            <a className="btn" href={contactsCsvUrl(params)} download>
               Export CSV
             </a>
           </>

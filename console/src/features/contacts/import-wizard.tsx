@@ -1,9 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { Link } from "wouter";
-import { api, errorText } from "../../lib/api";
+import { errorText } from "../../lib/api";
 import { FormError, PageHeader } from "../../lib/ui";
-import type { ContactImport, ImportPreview } from "./contacts-api";
+import type { ImportPreview } from "./api";
+import { contactKeys, fetchImport, importErrorsCsvUrl, previewImport, startImport } from "./api";
 
 /** Column -> field, the way the wizard edits it (the API takes field -> column). */
 type ColumnFields = Record<string, string>;
@@ -34,7 +35,7 @@ export function ImportWizard() {
     mutationFn: async (chosen: File) => {
       const form = new FormData();
       form.set("file", chosen);
-      return api<ImportPreview>("/api/contacts/imports/preview", { method: "POST", form });
+      return previewImport(form);
     },
     onSuccess: (answer) => {
       setPreview(answer);
@@ -53,14 +54,14 @@ export function ImportWizard() {
       form.set("on_duplicate", onDuplicate);
       if (addTags.trim()) form.set("add_tags", addTags);
       if (source.trim()) form.set("opt_in_source", source.trim());
-      return (await api<{ import: ContactImport }>("/api/contacts/imports", { method: "POST", form })).import;
+      return startImport(form);
     },
     onSuccess: (started) => setImportId(started.id),
   });
   const progress = useQuery({
-    queryKey: ["contact-import", importId],
+    queryKey: contactKeys.import(importId),
     enabled: importId !== null,
-    queryFn: async () => (await api<{ import: ContactImport }>(`/api/contacts/imports/${importId}`)).import,
+    queryFn: () => fetchImport(importId ?? ""),
     refetchInterval: (query) =>
       query.state.data?.status === "completed" || query.state.data?.status === "failed" ? false : 500,
   });
@@ -71,7 +72,7 @@ export function ImportWizard() {
   const client = useQueryClient();
   // The contact list is out of date once the import has written.
   useEffect(() => {
-    if (done) void client.invalidateQueries({ queryKey: ["contacts"] });
+    if (done) void client.invalidateQueries({ queryKey: contactKeys.all });
   }, [done, client]);
   const total = job?.total_rows ?? 0;
 
@@ -209,7 +210,7 @@ export function ImportWizard() {
           ) : null}
           {job?.failure ? <FormError error={job.failure} /> : null}
           {job && done && job.errors > 0 ? (
-            <a className="btn" href={`/api/contacts/imports/${job.id}/errors.csv`} download>
+            <a className="btn" href={importErrorsCsvUrl(job.id)} download>
               Download the rows with errors
             </a>
           ) : null}

@@ -1,11 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
-import type { Flow, FlowTemplate } from "../../lib/types";
 import { Badge, Empty, FormError, PageHeader, Spinner } from "../../lib/ui";
+import { createFlow, fetchFlows, fetchFlowTemplates, flowKeys } from "./api";
 
 const TRIGGERS: Record<string, string> = {
   keyword: "Keyword",
@@ -18,20 +17,19 @@ export function FlowsPage() {
   const [, navigate] = useLocation();
   const [creating, setCreating] = useState(false);
   const flows = useQuery({
-    queryKey: ["flows"],
-    queryFn: () => api<{ flows: Flow[] }>("/api/flows?limit=200").then((r) => r.flows),
+    queryKey: flowKeys.all,
+    queryFn: fetchFlows,
     refetchInterval: pollInterval,
   });
   const templates = useQuery({
-    queryKey: ["flow-templates"],
-    queryFn: () => api<{ templates: FlowTemplate[] }>("/api/flows/templates").then((r) => r.templates),
+    queryKey: flowKeys.templates,
+    queryFn: fetchFlowTemplates,
     staleTime: Number.POSITIVE_INFINITY,
   });
   const create = useMutation({
-    mutationFn: (body: { template_slug?: string; name?: string; trigger_type?: string }) =>
-      api<{ flow: Flow }>("/api/flows", { body }),
+    mutationFn: createFlow,
     onSuccess: ({ flow }) => {
-      void client.invalidateQueries({ queryKey: ["flows"] });
+      void client.invalidateQueries({ queryKey: flowKeys.all });
       navigate(`/flows/${flow.id}`);
     },
   });

@@ -1,10 +1,10 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link, useParams } from "wouter";
-import { api } from "../../lib/api";
 import { fullTime, shortTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
-import type { Flow, Run, RunEvent } from "../../lib/types";
+import type { RunEvent } from "../../lib/types";
 import { Badge, Empty, PageHeader, Spinner } from "../../lib/ui";
+import { fetchFlow, fetchRun, fetchRuns, flowKeys } from "./api";
 
 const TONE: Record<string, string> = {
   active: "info",
@@ -37,18 +37,18 @@ function describe(e: RunEvent) {
 export function RunsPage() {
   const { id, runId } = useParams<{ id: string; runId?: string }>();
   const flow = useQuery({
-    queryKey: ["flow", id],
-    queryFn: () => api<{ flow: Flow }>(`/api/flows/${id}`).then((r) => r.flow),
+    queryKey: flowKeys.flow(id),
+    queryFn: () => fetchFlow(id),
   });
   const runs = useQuery({
-    queryKey: ["runs", id],
-    queryFn: () => api<{ runs: Run[] }>(`/api/flows/${id}/runs?limit=100`).then((r) => r.runs),
+    queryKey: flowKeys.runs(id),
+    queryFn: () => fetchRuns(id),
     refetchInterval: pollInterval,
   });
   const detail = useQuery({
-    queryKey: ["runs", id, runId],
+    queryKey: flowKeys.run(id, runId),
     enabled: Boolean(runId),
-    queryFn: () => api<{ run: Run; events: RunEvent[] }>(`/api/flows/${id}/runs/${runId}`),
+    queryFn: () => fetchRun(id, runId ?? ""),
     refetchInterval: pollInterval,
   });
 

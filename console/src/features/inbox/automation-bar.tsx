@@ -1,8 +1,9 @@
 import { useMutation } from "@tanstack/react-query";
-import { api } from "../../lib/api";
+
 import { shortTime } from "../../lib/format";
 import type { Conversation, Member } from "../../lib/types";
 import { Badge, FormError } from "../../lib/ui";
+import { updateConversation } from "./api";
 
 const REASONS: Record<string, string> = {
   agent_reply: "an agent replied",
@@ -23,7 +24,7 @@ export function AutomationBar(props: {
   const { conversation } = props;
   const change = useMutation({
     mutationFn: (automation: { state: "paused" } | { state: "active" }) =>
-      api(`/api/conversations/${conversation?.id}`, { method: "PATCH", body: { automation } }),
+      updateConversation(conversation?.id ?? "", { automation }),
     onSettled: props.onChanged,
   });
   const automation = conversation?.automation;

@@ -1,10 +1,9 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useId, useRef, useState } from "react";
-import { api } from "../../lib/api";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
+import { addNote, sendMedia, sendTemplate, sendText, useCannedResponses, useTemplates } from "./api";
 import { EmojiPopover } from "./emoji-popover";
-import { useCannedResponses, useTemplates } from "./inbox-api";
 
 function placeholders(t: WaTemplate) {
   const body = t.components.find((c) => c.type.toUpperCase() === "BODY")?.text ?? "";
@@ -23,8 +22,10 @@ function TemplatePicker(props: { conversationId: string; onSent: () => void }) {
       const components = slots.length
         ? [{ type: "body", parameters: slots.map((_, i) => ({ type: "text", text: params[i] ?? "" })) }]
         : undefined;
-      return api(`/api/conversations/${props.conversationId}/messages`, {
-        body: { template: { name: template.name, language: template.language, components } },
+      return sendTemplate(props.conversationId, {
+        name: template.name,
+        language: template.language,
+        components,
       });
     },
     onSuccess: () => {
@@ -129,9 +130,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
 
   const send = useMutation({
     mutationFn: (body: string) =>
-      mode === "note"
-        ? api(`/api/conversations/${props.conversationId}/notes`, { body: { text: body } })
-        : api(`/api/conversations/${props.conversationId}/messages`, { body: { text: body } }),
+      mode === "note" ? addNote(props.conversationId, body) : sendText(props.conversationId, body),
     onSuccess: () => {
       setText("");
       props.onSent();
@@ -144,7 +143,7 @@ export function Composer(props: { conversationId: string; windowOpen: boolean; o
       const form = new FormData();
       form.set("file", file);
       if (text.trim()) form.set("caption", text.trim());
-      return api(`/api/conversations/${props.conversationId}/media`, { form });
+      return sendMedia(props.conversationId, form);
     },
     onSuccess: () => {
       setText("");

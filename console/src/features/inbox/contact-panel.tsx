@@ -1,10 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useState } from "react";
-import { api, errorText, listOf } from "../../lib/api";
+import { errorText } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
-import type { AttributeDefinition } from "../contacts/contacts-api";
+import {
+  type AttributeDefinition,
+  contactKeys,
+  fetchAttributeDefinitions,
+  updateContact,
+} from "../contacts/api";
+import { inboxKeys } from "./api";
 
 /**
  * One defined attribute, edited as its type asks: a text box, a number box, a
@@ -109,17 +115,12 @@ export function ContactPanel(props: {
   useEffect(() => setOptedOut(props.contact.opted_out === true), [props.contact.opted_out]);
   if (!editingName && (props.contact.name ?? "") !== name) setName(props.contact.name ?? "");
   const refresh = () => {
-    void client.invalidateQueries({ queryKey: ["conversation", props.conversation.id] });
-    void client.invalidateQueries({ queryKey: ["conversations"] });
-    void client.invalidateQueries({ queryKey: ["contacts"] });
+    void client.invalidateQueries({ queryKey: inboxKeys.conversation(props.conversation.id) });
+    void client.invalidateQueries({ queryKey: inboxKeys.conversations });
+    void client.invalidateQueries({ queryKey: contactKeys.all });
   };
   const save = useMutation({
-    mutationFn: (patch: {
-      tags?: string[];
-      name?: string | null;
-      attributes?: Record<string, string>;
-      opted_out?: boolean;
-    }) => api(`/api/contacts/${props.contact.id}`, { method: "PATCH", body: patch }),
+    mutationFn: (patch: Parameters<typeof updateContact>[1]) => updateContact(props.contact.id, patch),
     onSuccess: (_answer, patch) => {
       if (patch.tags) setTag("");
       if (patch.attributes) {
@@ -133,8 +134,8 @@ export function ContactPanel(props: {
   const saveTags = { mutate: (tags: string[]) => save.mutate({ tags }) };
   const attributes = props.contact.attributes ?? {};
   const definitions = useQuery({
-    queryKey: ["contact-attributes"],
-    queryFn: async () => listOf<AttributeDefinition>(await api("/api/contact-attributes"), "attributes"),
+    queryKey: contactKeys.attributes,
+    queryFn: fetchAttributeDefinitions,
   });
   const defined = definitions.data ?? [];
   const definedKeys = new Set(defined.map((d) => d.key));

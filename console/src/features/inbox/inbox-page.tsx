@@ -2,13 +2,13 @@ import { useQueryClient } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation, useParams } from "wouter";
-import { api } from "../../lib/api";
+
 import { contactLabel, initials, messagePreview, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation } from "../../lib/types";
 import { Empty, Spinner } from "../../lib/ui";
+import { type ConversationFilters, inboxKeys, updateConversation, useConversations, useCounts } from "./api";
 import { COMPOSE_EVENT } from "./composer";
-import { type ConversationFilters, useConversations, useCounts } from "./inbox-api";
 import { Thread } from "./thread";
 
 const STATUS_TABS = [
@@ -176,12 +176,12 @@ export function InboxPage() {
       if (e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
       const { list: items, id: current, myId } = latest.current;
       const index = items.findIndex((c) => c.id === current);
-      const patch = (body: object) => {
+      const patch = (body: Parameters<typeof updateConversation>[1]) => {
         if (!current) return;
-        void api(`/api/conversations/${current}`, { method: "PATCH", body }).finally(() => {
-          void client.invalidateQueries({ queryKey: ["conversation", current] });
-          void client.invalidateQueries({ queryKey: ["conversations"] });
-          void client.invalidateQueries({ queryKey: ["counts"] });
+        void updateConversation(current, body).finally(() => {
+          void client.invalidateQueries({ queryKey: inboxKeys.conversation(current) });
+          void client.invalidateQueries({ queryKey: inboxKeys.conversations });
+          void client.invalidateQueries({ queryKey: inboxKeys.counts });
         });
       };
       const go = (step: number) => {

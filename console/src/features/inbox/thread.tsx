@@ -2,16 +2,24 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
 import { Fragment, useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { Link } from "wouter";
-import { api } from "../../lib/api";
+
 import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/format";
 import { useMe } from "../../lib/session";
 import type { Conversation, ConversationStatus, Message } from "../../lib/types";
 import { FormError, ICONS, Icon, Spinner } from "../../lib/ui";
+import {
+  inboxKeys,
+  markConversationRead,
+  sendReaction,
+  updateConversation,
+  useConversation,
+  useMembers,
+  useMessages,
+} from "./api";
 import { AutomationBar } from "./automation-bar";
 import { Composer } from "./composer";
 import { ContactPanel } from "./contact-panel";
 import { EmojiPopover } from "./emoji-popover";
-import { useConversation, useMembers, useMessages } from "./inbox-api";
 
 const QUICK_EMOJI = ["👍", "❤️", "😂", "😮", "🙏", "✅"];
 
@@ -319,39 +327,36 @@ export function Thread(props: { conversationId: string }) {
   };
 
   const refresh = () => {
-    void client.invalidateQueries({ queryKey: ["messages", props.conversationId] });
-    void client.invalidateQueries({ queryKey: ["conversations"] });
-    void client.invalidateQueries({ queryKey: ["counts"] });
-    void client.invalidateQueries({ queryKey: ["conversation", props.conversationId] });
+    void client.invalidateQueries({ queryKey: inboxKeys.messages(props.conversationId) });
+    void client.invalidateQueries({ queryKey: inboxKeys.conversations });
+    void client.invalidateQueries({ queryKey: inboxKeys.counts });
+    void client.invalidateQueries({ queryKey: inboxKeys.conversation(props.conversationId) });
   };
 
   const react = useMutation({
-    mutationFn: (input: { m: Message; emoji: string }) =>
-      api("/api/messaging/react", { body: { message_id: input.m.id, emoji: input.emoji } }),
+    mutationFn: (input: { m: Message; emoji: string }) => sendReaction(input.m.id, input.emoji),
     onSettled: refresh,
   });
   const patch = useMutation({
     mutationFn: (body: { status?: ConversationStatus; assigned_to?: string | null }) =>
-      api<{ conversation: Conversation }>(`/api/conversations/${props.conversationId}`, {
-        method: "PATCH",
-        body,
-      }),
+      updateConversation(props.conversationId, body),
     // The select shows the choice at once, and the service's answer after.
     onMutate: (body) => {
-      const key = ["conversation", props.conversationId];
+      const key = inboxKeys.conversation(props.conversationId);
       void client.cancelQueries({ queryKey: key });
       const before = client.getQueryData<Conversation>(key);
       if (before) client.setQueryData<Conversation>(key, { ...before, ...body });
       return { before };
     },
     onError: (_error, _body, context) => {
-      if (context?.before) client.setQueryData(["conversation", props.conversationId], context.before);
+      if (context?.before) client.setQueryData(inboxKeys.conversation(props.conversationId), context.before);
     },
-    onSuccess: (answer) => client.setQueryData(["conversation", props.conversationId], answer.conversation),
+    onSuccess: (answer) =>
+      client.setQueryData(inboxKeys.conversation(props.conversationId), answer.conversation),
     onSettled: refresh,
   });
   const markRead = useMutation({
-    mutationFn: () => api(`/api/conversations/${props.conversationId}/read`, { method: "POST", body: {} }),
+    mutationFn: () => markConversationRead(props.conversationId),
     onSettled: refresh,
   });
 

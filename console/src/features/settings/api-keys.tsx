@@ -1,34 +1,28 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, listOf } from "../../lib/api";
 import { fullTime, shortTime } from "../../lib/format";
-import type { ApiKey } from "../../lib/types";
 import { CopyField, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
+import { createApiKey, fetchApiKeys, revokeApiKey, settingsKeys } from "./api";
 
 export function ApiKeysSettings() {
   const client = useQueryClient();
   const keys = useQuery({
-    queryKey: ["api-keys"],
-    queryFn: async () => {
-      return listOf<ApiKey>(await api("/api/api-keys"), "api_keys");
-    },
+    queryKey: settingsKeys.apiKeys,
+    queryFn: fetchApiKeys,
   });
   const [name, setName] = useState("");
   const [days, setDays] = useState("");
   const create = useMutation({
-    mutationFn: () =>
-      api<{ api_key: ApiKey; key: string }>("/api/api-keys", {
-        body: { name, ...(days ? { expires_in_days: Number(days) } : {}) },
-      }),
+    mutationFn: () => createApiKey({ name, ...(days ? { expires_in_days: Number(days) } : {}) }),
     onSuccess: () => {
       setName("");
       setDays("");
-      void client.invalidateQueries({ queryKey: ["api-keys"] });
+      void client.invalidateQueries({ queryKey: settingsKeys.apiKeys });
     },
   });
   const revoke = useMutation({
-    mutationFn: (id: string) => api(`/api/api-keys/${id}`, { method: "DELETE" }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["api-keys"] }),
+    mutationFn: revokeApiKey,
+    onSuccess: () => void client.invalidateQueries({ queryKey: settingsKeys.apiKeys }),
   });
   if (keys.isPending) return <Spinner />;
   if (keys.isError) return <FormError error={keys.error.message} />;

@@ -1,9 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useEffect, useState } from "react";
-import { api } from "../../lib/api";
 import { useIsOwner, useMe } from "../../lib/session";
 import { FormError, Spinner } from "../../lib/ui";
-import { useMembers } from "../inbox/inbox-api";
+import { inboxKeys, useMembers } from "../inbox/api";
+import {
+  fetchBusinessHours,
+  fetchSettings,
+  saveBusinessHours,
+  setAvailability,
+  settingsKeys,
+  updateSettings,
+} from "./api";
 
 interface Settings {
   agent_reply_pause_minutes: number;
@@ -56,9 +63,8 @@ function Availability() {
   const members = useMembers();
   const mine = members.data?.find((m) => m.user_id === me.data?.user.id);
   const save = useMutation({
-    mutationFn: (availability: "online" | "away") =>
-      api("/api/me", { method: "PATCH", body: { availability } }),
-    onSettled: () => void client.invalidateQueries({ queryKey: ["members"] }),
+    mutationFn: setAvailability,
+    onSettled: () => void client.invalidateQueries({ queryKey: inboxKeys.members }),
   });
   return (
     <section className="card">
@@ -85,8 +91,8 @@ function BotAndAssignment() {
   const client = useQueryClient();
   const owner = useIsOwner();
   const settings = useQuery({
-    queryKey: ["settings"],
-    queryFn: () => api<{ settings: Settings }>("/api/settings").then((r) => r.settings),
+    queryKey: settingsKeys.settings,
+    queryFn: () => fetchSettings<Settings>(),
   });
   const [pause, setPause] = useState("30");
   const [mode, setMode] = useState<Settings["auto_assign"]["mode"]>("off");
@@ -99,14 +105,11 @@ function BotAndAssignment() {
   }, [settings.data]);
   const save = useMutation({
     mutationFn: () =>
-      api("/api/settings", {
-        method: "PATCH",
-        body: {
-          agent_reply_pause_minutes: Number(pause),
-          auto_assign: { mode, max_open_per_agent: cap.trim() === "" ? null : Number(cap) },
-        },
+      updateSettings({
+        agent_reply_pause_minutes: Number(pause),
+        auto_assign: { mode, max_open_per_agent: cap.trim() === "" ? null : Number(cap) },
       }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["settings"] }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: settingsKeys.settings }),
   });
   if (settings.isPending) return <Spinner />;
   if (settings.isError) return <FormError error={settings.error.message} />;
@@ -173,11 +176,8 @@ function BusinessHoursForm() {
   const client = useQueryClient();
   const owner = useIsOwner();
   const hours = useQuery({
-    queryKey: ["business-hours"],
-    queryFn: () =>
-      api<{ business_hours: BusinessHours | null }>("/api/settings/business-hours").then(
-        (r) => r.business_hours,
-      ),
+    queryKey: settingsKeys.businessHours,
+    queryFn: () => fetchBusinessHours<BusinessHours>(),
   });
   const [timezone, setTimezone] = useState(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
   const [days, setDays] = useState<Record<Day, string>>({
@@ -201,17 +201,14 @@ function BusinessHoursForm() {
   }, [hours.data]);
   const save = useMutation({
     mutationFn: () =>
-      api("/api/settings/business-hours", {
-        method: "PUT",
-        body: {
-          timezone,
-          weekly: Object.fromEntries(DAYS.map(([d]) => [d, readRanges(days[d])])),
-          holidays: holidays
-            .split(/[\s,]+/)
-            .map((d) => d.trim())
-            .filter(Boolean),
-          away_message: away.trim() === "" ? null : away,
-        },
+      saveBusinessHours({
+        timezone,
+        weekly: Object.fromEntries(DAYS.map(([d]) => [d, readRanges(days[d])])),
+        holidays: holidays
+          .split(/[\s,]+/)
+          .map((d) => d.trim())
+          .filter(Boolean),
+        away_message: away.trim() === "" ? null : away,
       }),
     onSuccess: () => void client.invalidateQueries({ queryKey: ["business-hours"] }),
   });

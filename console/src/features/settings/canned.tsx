@@ -1,9 +1,9 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api } from "../../lib/api";
 import type { CannedResponse } from "../../lib/types";
 import { Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
-import { useCannedResponses } from "../inbox/inbox-api";
+import { inboxKeys, useCannedResponses } from "../inbox/api";
+import { deleteCannedResponse, saveCannedResponse } from "./api";
 
 export function CannedSettings() {
   const client = useQueryClient();
@@ -12,20 +12,17 @@ export function CannedSettings() {
   const [shortcut, setShortcut] = useState("");
   const [text, setText] = useState("");
   const save = useMutation({
-    mutationFn: () =>
-      editing
-        ? api(`/api/canned-responses/${editing.id}`, { method: "PUT", body: { shortcut, text } })
-        : api("/api/canned-responses", { body: { shortcut, text } }),
+    mutationFn: () => saveCannedResponse(editing?.id, { shortcut, text }),
     onSuccess: () => {
       setEditing(null);
       setShortcut("");
       setText("");
-      void client.invalidateQueries({ queryKey: ["canned"] });
+      void client.invalidateQueries({ queryKey: inboxKeys.canned });
     },
   });
   const remove = useMutation({
-    mutationFn: (id: string) => api(`/api/canned-responses/${id}`, { method: "DELETE" }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["canned"] }),
+    mutationFn: deleteCannedResponse,
+    onSuccess: () => void client.invalidateQueries({ queryKey: inboxKeys.canned }),
   });
   if (canned.isPending) return <Spinner />;
   if (canned.isError) return <FormError error={canned.error.message} />;

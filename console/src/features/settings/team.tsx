@@ -1,10 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { useIsOwner, useMe } from "../../lib/session";
 import { Badge, CopyField, Field, FormError, formErrors } from "../../lib/ui";
-import { useMembers } from "../inbox/inbox-api";
+import { useMembers } from "../inbox/api";
+import { createInvitation, fetchInvitations, settingsKeys } from "./api";
 
 export function TeamSettings() {
   const me = useMe();
@@ -13,20 +13,13 @@ export function TeamSettings() {
   const [email, setEmail] = useState("");
   const client = useQueryClient();
   const pending = useQuery({
-    queryKey: ["invitations"],
+    queryKey: settingsKeys.invitations,
     enabled: owner,
-    queryFn: () =>
-      api<{ invitations: Array<{ id: string; email: string; expires_at: string }> }>(
-        "/api/accounts/invitations",
-      ).then((r) => r.invitations),
+    queryFn: fetchInvitations,
   });
   const invite = useMutation({
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["invitations"] }),
-    mutationFn: () =>
-      api<{ invitation: { id: string; email: string; token: string; expires_at: string } }>(
-        "/api/accounts/invitations",
-        { body: { email: email.trim() } },
-      ),
+    onSuccess: () => void client.invalidateQueries({ queryKey: settingsKeys.invitations }),
+    mutationFn: () => createInvitation(email.trim()),
   });
   const errors = formErrors(invite.error, ["email"]);
   const link = invite.data ? `${window.location.origin}/invite/${invite.data.invitation.token}` : null;

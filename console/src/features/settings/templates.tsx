@@ -1,17 +1,16 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api } from "../../lib/api";
 import { shortTime } from "../../lib/format";
 import { Badge, Empty, FormError, Spinner } from "../../lib/ui";
-import { useTemplates } from "../inbox/inbox-api";
+import { inboxKeys, syncTemplates, useTemplates } from "../inbox/api";
 
 export function TemplateSettings() {
   const client = useQueryClient();
   const [q, setQ] = useState("");
   const templates = useTemplates();
   const sync = useMutation({
-    mutationFn: () => api<{ synced: number }>("/api/messaging/templates/sync", { method: "POST", body: {} }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["templates"] }),
+    mutationFn: syncTemplates,
+    onSuccess: () => void client.invalidateQueries({ queryKey: inboxKeys.templates }),
   });
   if (templates.isPending) return <Spinner />;
   if (templates.isError) return <FormError error={templates.error.message} />;

@@ -1,9 +1,17 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, listOf } from "../../lib/api";
 import { shortTime } from "../../lib/format";
-import type { WebhookDelivery, WebhookEndpoint } from "../../lib/types";
+import type { WebhookEndpoint } from "../../lib/types";
 import { Badge, CopyField, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  fetchWebhookDeliveries,
+  fetchWebhookEndpoints,
+  settingsKeys,
+  setWebhookEndpointEnabled,
+  testWebhookEndpoint,
+} from "./api";
 
 const EVENT_TYPES = [
   "message.received",
@@ -16,11 +24,8 @@ const EVENT_TYPES = [
 
 function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
   const deliveries = useQuery({
-    queryKey: ["webhook-deliveries", endpoint.id],
-    queryFn: () =>
-      api(`/api/webhook-endpoints/${endpoint.id}/deliveries`).then((r) =>
-        listOf<WebhookDelivery>(r, "deliveries"),
-      ),
+    queryKey: settingsKeys.webhookDeliveries(endpoint.id),
+    queryFn: () => fetchWebhookDeliveries(endpoint.id),
   });
   if (deliveries.isPending) return <Spinner />;
   if (!deliveries.data?.length) return <p className="muted">No deliveries yet.</p>;
@@ -46,37 +51,33 @@ function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
 export function WebhookSettings() {
   const client = useQueryClient();
   const endpoints = useQuery({
-    queryKey: ["webhook-endpoints"],
-    queryFn: async () => {
-      return listOf<WebhookEndpoint>(await api("/api/webhook-endpoints"), "endpoints");
-    },
+    queryKey: settingsKeys.webhookEndpoints,
+    queryFn: fetchWebhookEndpoints,
   });
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>(["*"]);
   const [open, setOpen] = useState<string | null>(null);
-  const refresh = () => void client.invalidateQueries({ queryKey: ["webhook-endpoints"] });
+  const refresh = () => void client.invalidateQueries({ queryKey: settingsKeys.webhookEndpoints });
   const create = useMutation({
-    mutationFn: () =>
-      api<{ endpoint: WebhookEndpoint; secret: string }>("/api/webhook-endpoints", { body: { url, events } }),
+    mutationFn: () => createWebhookEndpoint({ url, events }),
     onSuccess: () => {
       setUrl("");
       refresh();
     },
   });
   const toggle = useMutation({
-    mutationFn: (e: WebhookEndpoint) =>
-      api(`/api/webhook-endpoints/${e.id}`, { method: "PATCH", body: { enabled: !e.enabled } }),
+    mutationFn: (e: WebhookEndpoint) => setWebhookEndpointEnabled(e.id, !e.enabled),
     onSuccess: refresh,
   });
   const remove = useMutation({
-    mutationFn: (id: string) => api(`/api/webhook-endpoints/${id}`, { method: "DELETE" }),
+    mutationFn: deleteWebhookEndpoint,
     onSuccess: refresh,
   });
   const test = useMutation({
-    mutationFn: (id: string) => api(`/api/webhook-endpoints/${id}/test`, { method: "POST", body: {} }),
+    mutationFn: testWebhookEndpoint,
     onSuccess: (_r, id) => {
       setOpen(id);
-      void client.invalidateQueries({ queryKey: ["webhook-deliveries", id] });
+      void client.invalidateQueries({ queryKey: settingsKeys.webhookDeliveries(id) });
     },
   });
   if (endpoints.isPending) return <Spinner />;

@@ -14,14 +14,14 @@ import {
 } from "lucide-react";
 import { type ReactNode, useEffect } from "react";
 import { Link, useLocation } from "wouter";
-import { api } from "../../lib/api";
 import { useOnline } from "../../lib/connection";
 import { useLiveMode } from "../../lib/live";
 import { toggleNotifications, useNotifyState } from "../../lib/notify";
 import { useMe } from "../../lib/session";
 import { NEXT_THEME, setTheme, useTheme } from "../../lib/theme";
 import { Icon } from "../../lib/ui";
-import { useCounts } from "../inbox/inbox-api";
+import { signOut } from "../auth/api";
+import { useCounts } from "../inbox/api";
 
 const NAV = [
   { href: "/inbox", label: "Inbox", icon: MessageSquare },
@@ -111,8 +111,8 @@ export function Shell({ children }: { children: ReactNode }) {
   const mode = useLiveMode();
   const live = online ? mode : "offline";
 
-  const signOut = async () => {
-    await api("/api/auth/sign-out", { method: "POST", body: {}, allowUnauthorized: true }).catch(() => {});
+  const leave = async () => {
+    await signOut().catch(() => {});
     client.clear();
     navigate("/sign-in", { replace: true });
   };
@@ -156,7 +156,7 @@ export function Shell({ children }: { children: ReactNode }) {
             <NotifySwitch />
             <ThemeSwitch />
           </div>
-          <button type="button" className="btn btn-ghost btn-small" onClick={signOut}>
+          <button type="button" className="btn btn-ghost btn-small" onClick={leave}>
             Sign out
           </button>
         </div>

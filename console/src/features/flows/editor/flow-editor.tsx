@@ -13,16 +13,17 @@ import {
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "wouter";
-import { api, HttpError } from "../../../lib/api";
+import { HttpError } from "../../../lib/api";
 import type { Flow, FlowNode, Issue, NodeType, TriggerType } from "../../../lib/types";
 import { Badge, FormError, ICONS, Icon, Spinner } from "../../../lib/ui";
-import { useMembers } from "../../inbox/inbox-api";
+import { useMembers } from "../../inbox/api";
 
 /** About half a node's size on the canvas: a new node is centred on the view's middle. */
 const NODE_HALF_WIDTH = 110;
 const NODE_HALF_HEIGHT = 40;
 
 import { NODE_REGISTRY } from "../../../../../src/flows/node-types/index.js";
+import { type FlowWithNodes, fetchFlowWithNodes, flowKeys, saveFlow, setFlowStatus } from "../api";
 import {
   DEFAULT_CONFIGS,
   freshKey,
@@ -40,11 +41,6 @@ interface Draft {
   trigger_type: TriggerType;
   trigger_config: Record<string, unknown>;
   entry_node_id: string | null;
-  nodes: FlowNode[];
-}
-
-interface FlowWithNodes {
-  flow: Flow;
   nodes: FlowNode[];
 }
 
@@ -116,8 +112,8 @@ export default function FlowEditorPage() {
   const canvasRef = useRef<HTMLElement>(null);
   const flowInstance = useRef<ReactFlowInstance<CanvasNode, Edge> | null>(null);
   const loaded = useQuery({
-    queryKey: ["flow", id, "nodes"],
-    queryFn: () => api<FlowWithNodes>(`/api/flows/${id}`),
+    queryKey: flowKeys.withNodes(id),
+    queryFn: () => fetchFlowWithNodes(id),
     staleTime: Number.POSITIVE_INFINITY,
     refetchOnWindowFocus: false,
   });
@@ -160,23 +156,19 @@ export default function FlowEditorPage() {
             keywords: (draft.trigger_config.keywords as string[]).map((k) => k.trim()).filter(Boolean),
           }
         : draft.trigger_config;
-      const saved = await api<FlowWithNodes>(`/api/flows/${id}`, {
-        method: "PUT",
-        body: { ...draft, trigger_config, entry_node_id: entry },
-      });
-      return saved;
+      return saveFlow(id, { ...draft, trigger_config, entry_node_id: entry });
     },
     onSuccess: () => {
       setDirty(false);
       setMessage("Saved");
-      void client.invalidateQueries({ queryKey: ["flows"] });
+      void client.invalidateQueries({ queryKey: flowKeys.all });
     },
   });
 
   const activate = useMutation({
     mutationFn: async (next: Flow["status"]) => {
       if (dirty) await save.mutateAsync();
-      return api<{ flow: Flow; issues: Issue[] }>(`/api/flows/${id}/activate`, { body: { status: next } });
+      return setFlowStatus(id, next);
     },
     onSuccess: (result) => {
       setStatus(result.flow.status);
@@ -186,7 +178,7 @@ export default function FlowEditorPage() {
           ? "Active: customers can trigger this flow now"
           : `Status: ${result.flow.status}`,
       );
-      void client.invalidateQueries({ queryKey: ["flows"] });
+      void client.invalidateQueries({ queryKey: flowKeys.all });
     },
     onError: (error) => {
       if (error instanceof HttpError && Array.isArray(error.body.issues)) {

@@ -1,5 +1,5 @@
 import type { WaTemplate } from "../../../../lib/types";
-import { useTemplates } from "../../../inbox/inbox-api";
+import { useTemplates } from "../../../inbox/api";
 import { arr, Next, type NodeForm, type NodeFormProps, type Rec, Select, s, TextInput } from "./fields";
 
 /** The highest `{{n}}` in a template's body: how many body parameters a send must give. */

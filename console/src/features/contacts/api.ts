@@ -1,3 +1,13 @@
+import { api, listOf } from "../../lib/api";
+
+/** React-query keys of the contacts feature (lib/live and the inbox invalidate `all`). */
+export const contactKeys = {
+  all: ["contacts"] as const,
+  list: (params: string) => ["contacts", params] as const,
+  contact: (id: string) => ["contact", id] as const,
+  attributes: ["contact-attributes"] as const,
+  import: (id: string | null) => ["contact-import", id] as const,
+};
 /** The contacts API as the contacts screens use it. */
 
 export interface ContactDetail {
@@ -71,3 +81,35 @@ export function contactName(c: Pick<ContactDetail, "name" | "phone" | "username"
 /** The number, or @username where there is none. */
 export const contactAddress = (c: Pick<ContactDetail, "phone" | "username">) =>
   c.phone ? `+${c.phone}` : c.username ? `@${c.username}` : "—";
+
+/** Contacts matching the query parameters (filterParams plus limit). */
+export const fetchContacts = async (query: URLSearchParams) =>
+  listOf<ContactDetail>(await api(`/api/contacts?${query}`), "contacts");
+
+export const fetchContact = async (id: string) =>
+  (await api<{ contact: ContactDetail }>(`/api/contacts/${id}`)).contact;
+
+export const updateContact = (
+  id: string,
+  patch: { tags?: string[]; name?: string | null; attributes?: Record<string, string>; opted_out?: boolean },
+) => api(`/api/contacts/${id}`, { method: "PATCH", body: patch });
+
+export const deleteContact = (id: string) => api(`/api/contacts/${id}`, { method: "DELETE" });
+
+export const fetchAttributeDefinitions = async () =>
+  listOf<AttributeDefinition>(await api("/api/contact-attributes"), "attributes");
+
+/** The CSV export of the contacts the filters select (a download link). */
+export const contactsCsvUrl = (params: URLSearchParams) => `/api/contacts.csv?${params}`;
+
+export const previewImport = (form: FormData) =>
+  api<ImportPreview>("/api/contacts/imports/preview", { method: "POST", form });
+
+export const startImport = async (form: FormData) =>
+  (await api<{ import: ContactImport }>("/api/contacts/imports", { method: "POST", form })).import;
+
+export const fetchImport = async (id: string) =>
+  (await api<{ import: ContactImport }>(`/api/contacts/imports/${id}`)).import;
+
+/** The rows of an import that failed, as CSV (a download link). */
+export const importErrorsCsvUrl = (id: string) => `/api/contacts/imports/${id}/errors.csv`;

@@ -2,7 +2,59 @@ import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
 import { useMemo } from "react";
 import { api, listOf } from "../../lib/api";
 import { pollInterval } from "../../lib/live";
-import type { CannedResponse, Conversation, Member, Message, WaTemplate } from "../../lib/types";
+import type {
+  CannedResponse,
+  Conversation,
+  ConversationStatus,
+  Member,
+  Message,
+  WaTemplate,
+} from "../../lib/types";
+
+/** React-query keys of the inbox (lib/live invalidates them on the account's events). */
+export const inboxKeys = {
+  conversations: ["conversations"] as const,
+  conversation: (id: string | undefined) => ["conversation", id] as const,
+  counts: ["counts"] as const,
+  messages: (conversationId: string | undefined) => ["messages", conversationId] as const,
+  members: ["members"] as const,
+  canned: ["canned"] as const,
+  templates: ["templates"] as const,
+};
+
+/** A conversation's status, assignee or automation changed; answers the conversation. */
+export const updateConversation = (
+  id: string,
+  body: {
+    status?: ConversationStatus;
+    assigned_to?: string | null;
+    automation?: { state: "paused" } | { state: "active" };
+  },
+) => api<{ conversation: Conversation }>(`/api/conversations/${id}`, { method: "PATCH", body });
+
+export const markConversationRead = (id: string) =>
+  api(`/api/conversations/${id}/read`, { method: "POST", body: {} });
+
+export const sendText = (conversationId: string, text: string) =>
+  api(`/api/conversations/${conversationId}/messages`, { body: { text } });
+
+export const sendTemplate = (
+  conversationId: string,
+  template: { name: string; language: string; components?: unknown[] },
+) => api(`/api/conversations/${conversationId}/messages`, { body: { template } });
+
+export const addNote = (conversationId: string, text: string) =>
+  api(`/api/conversations/${conversationId}/notes`, { body: { text } });
+
+/** A file (and its caption) sent as a media message. */
+export const sendMedia = (conversationId: string, form: FormData) =>
+  api(`/api/conversations/${conversationId}/media`, { form });
+
+export const sendReaction = (messageId: string, emoji: string) =>
+  api("/api/messaging/react", { body: { message_id: messageId, emoji } });
+
+export const syncTemplates = () =>
+  api<{ synced: number }>("/api/messaging/templates/sync", { method: "POST", body: {} });
 
 export interface ConversationFilters {
   status: "open" | "pending" | "closed" | "all";
@@ -49,7 +101,7 @@ export const CONVERSATION_PAGE = 50;
  */
 export function useConversation(id: string | undefined) {
   return useQuery({
-    queryKey: ["conversation", id],
+    queryKey: inboxKeys.conversation(id),
     enabled: Boolean(id),
     queryFn: () =>
       api<{ conversation: Conversation }>(`/api/conversations/${id}`).then((r) => r.conversation),
@@ -60,7 +112,7 @@ export function useConversation(id: string | undefined) {
 /** Counts per status; null while the server has no counts route. */
 export function useCounts() {
   return useQuery({
-    queryKey: ["counts"],
+    queryKey: inboxKeys.counts,
     queryFn: async () => {
       return await api<Counts>("/api/conversations/counts");
     },
@@ -77,7 +129,7 @@ export const MESSAGE_PAGE = 100;
  */
 export function useMessages(conversationId: string | undefined) {
   const query = useInfiniteQuery({
-    queryKey: ["messages", conversationId],
+    queryKey: inboxKeys.messages(conversationId),
     enabled: Boolean(conversationId),
     initialPageParam: null as string | null,
     queryFn: ({ pageParam }) => {
@@ -106,7 +158,7 @@ export function useMessages(conversationId: string | undefined) {
 
 export function useMembers() {
   return useQuery({
-    queryKey: ["members"],
+    queryKey: inboxKeys.members,
     queryFn: () => api<{ members: Member[] }>("/api/accounts/members").then((r) => r.members),
     staleTime: 60_000,
   });
@@ -115,7 +167,7 @@ export function useMembers() {
 /** Canned responses; null while the server has no such route. */
 export function useCannedResponses() {
   return useQuery({
-    queryKey: ["canned"],
+    queryKey: inboxKeys.canned,
     queryFn: async () => {
       return listOf<CannedResponse>(await api("/api/canned-responses"), "canned_responses");
     },
@@ -125,7 +177,7 @@ export function useCannedResponses() {
 
 export function useTemplates(status?: string) {
   return useQuery({
-    queryKey: ["templates", status ?? "all"],
+    queryKey: [...inboxKeys.templates, status ?? "all"],
     queryFn: async () => {
       const r = await api<{ templates: WaTemplate[] }>(
         `/api/messaging/templates${status ? `?status=${encodeURIComponent(status)}` : ""}`,
