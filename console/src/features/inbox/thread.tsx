@@ -173,7 +173,7 @@ function Bubble(props: {
   const row = {
     ref: props.rowRef,
     "data-index": props.index,
-    style: { transform: `translateY(${props.start}px)` },
+    style: { top: props.start },
   };
   const [picking, setPicking] = useState(false);
   const [pickingMore, setPickingMore] = useState(false);
@@ -401,7 +401,7 @@ function MessageList(props: {
                 ref={virtualizer.measureElement}
                 data-index={item.index}
                 className="day-separator"
-                style={{ transform: `translateY(${item.start}px)` }}
+                style={{ top: item.start }}
               >
                 <span>{row.label}</span>
               </li>
