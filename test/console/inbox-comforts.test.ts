@@ -2,9 +2,9 @@
  * The contact side panel of the inbox: the account's defined attributes edited by their type
  * (text, number, date, yes/no, list), with the name, the tags and the opt-out beside them; and the
  * emoji picker of the composer and of reactions, loaded on first use from the console's own
- * assets; a long thread opened on its latest messages, older ones loaded when scrolled up. The
- * account and the definitions are made through the API; what is asserted is what the
- * page shows and what the API then stores.
+ * assets; a long thread opened on its latest messages, older ones loaded when scrolled up, only the
+ * rows in view in the page. The account and the definitions are made through the API; what is
+ * asserted is what the page shows and what the API then stores.
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
