@@ -47,6 +47,8 @@ const only = process.argv
   .split(",");
 /** `--import-rows=N`: the contact import's size (default 1,000,000; 50,000 quick). */
 const importRows = Number(process.argv.find((a) => a.startsWith("--import-rows="))?.slice(14)) || undefined;
+/** `--import-floor`: also time the same rows inserted into contacts by SQL alone (the database's floor). */
+const importFloor = process.argv.includes("--import-floor");
 /** `--profile`: write a V8 CPU profile of the service to bench/results/. */
 const profile = process.argv.includes("--profile");
 /** `--accounts=N`, `--contacts=N`: the seeded accounts and their contacts (default: the run's shape). */
@@ -454,6 +456,7 @@ async function main() {
       token: member,
       rows: importRows ?? (quick ? 50_000 : 1_000_000),
       servicePid: service.pid!,
+      floor: importFloor,
       rssOf,
       log,
     });

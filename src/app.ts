@@ -33,19 +33,19 @@ import { registerRunner } from "./flows/runner/index.js";
 import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
 import { docs, healthAnswer, withOperationId } from "./http/openapi.js";
+import { registerMediaRoutes } from "./inbox/media-routes.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions, OneLinePerRequest } from "./logging.js";
 import { createMailer } from "./mail/mailer.js";
 import { queueMail } from "./mail/queue.js";
-import { registerMediaRoutes } from "./media/routes.js";
 import { createMediaStore } from "./media/store.js";
 import { registerMessagingConfigRoutes } from "./messaging/config-routes.js";
 import { createTokenCipher } from "./messaging/crypto.js";
 import { registerReactionRoutes } from "./messaging/react.js";
 import { registerWebhookRoutes } from "./messaging/webhook.js";
-import { postponeUnknownSettles } from "./sending/outbound.js";
+import { postponeUnknownSettles, sendClaimed, settleDueAt } from "./sending/outbound.js";
 import { onCampaignSendOutcome } from "./sending/outcomes.js";
 import { createSendPipeline } from "./sending/pipeline.js";
 import { postgresSendRate, redisSendRate } from "./sending/rate.js";
@@ -274,6 +274,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     cipher,
     graph,
     sends,
+    claimedSends: {
+      settleDueAt: () => settleDueAt(deps),
+      send: (payload, claimed) => sendClaimed(deps, payload, claimed),
+    },
     media: createMediaStore(config.mediaStore),
     jobs,
     mailer,

@@ -1,21 +1,25 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { Revocations } from "./auth/revocations.js";
-import type { Sessions } from "./auth/session.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
-import type { DeliveryPolicy } from "./events/delivery.js";
-import type { EventHub } from "./events/hub.js";
-import type { Jobs } from "./jobs/drain.js";
 import type { Mailer } from "./mail/mailer.js";
-import type { MediaStore } from "./media/store.js";
-import type { TokenCipher } from "./messaging/crypto.js";
-import type { SendPipeline } from "./sending/pipeline.js";
+import type {
+  ClaimedSends,
+  DeliveryPolicy,
+  EventHub,
+  Jobs,
+  MediaStore,
+  Revocations,
+  SendPipeline,
+  Sessions,
+  TokenCipher,
+} from "./ports.js";
 import type { GraphClient } from "./upstream/graph.js";
 
 /**
  * What route modules, domain functions and background tasks get: the shared
  * services, built once per process by the composition root (app.ts). Features
- * import this module, never app.ts.
+ * import this module, never app.ts. It stands below every feature: it names
+ * the services by their interfaces (ports.ts), never by a feature's module.
  */
 export interface AppDeps {
   config: Config;
@@ -28,6 +32,8 @@ export interface AppDeps {
   graph: GraphClient;
   /** This instance's upstream sends in flight, paced per number (src/sending). */
   sends: SendPipeline;
+  /** Bot messages stored claimed by the runner, handed to \`sends\` once their advance commits. */
+  claimedSends: ClaimedSends;
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;

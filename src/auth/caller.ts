@@ -3,12 +3,5 @@
  * links to, or an API key acting for its account with member rights (then
  * `userId` is the owner who created the key and `apiKeyId` is set).
  */
-export interface Caller {
-  userId: string;
-  email: string;
-  name: string;
-  sessionId: string | null;
-  apiKeyId: string | null;
-  accountId: string | null;
-  role: "owner" | "member" | null;
-}
+
+export type { Caller } from "../ports.js";

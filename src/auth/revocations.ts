@@ -1,4 +1,5 @@
 import pg from "pg";
+import type { Revocations } from "../ports.js";
 
 /** The channel migration 0014's triggers notify, with the user's id, at commit. */
 export const REVOKED_CHANNEL = "auth_revoked";
@@ -14,12 +15,6 @@ const RECONNECT_MS = 1_000;
  * start; while it is down and when it comes back, listeners hear `null`:
  * anything may have changed.
  */
-export interface Revocations {
-  /** Calls `listener` with the user's id (or null: every user) on each change; returns the unsubscribe function. */
-  subscribe(listener: (userId: string | null) => void): () => void;
-  start(): void;
-  close(): Promise<void>;
-}
 
 export function createRevocations(
   options: pg.ClientConfig,
@@ -96,3 +91,5 @@ export function createRevocations(
     },
   };
 }
+
+export type { Revocations } from "../ports.js";

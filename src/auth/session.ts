@@ -4,20 +4,12 @@ import type { FastifyRequest } from "fastify";
 import type { Db } from "../db/client.js";
 import { profiles } from "../db/schema/index.js";
 import { ApiError, unauthorized } from "../http/errors.js";
+import type { Sessions } from "../ports.js";
 import { apiKeyFromHeaders, resolveApiKey } from "./api-keys.js";
 import type { Auth } from "./auth.js";
 import type { Caller } from "./caller.js";
 
 export type { Caller } from "./caller.js";
-
-export interface Sessions {
-  /** Resolves the caller (a session or an API key) or throws 401 `Unauthorized`. */
-  require(request: FastifyRequest): Promise<Caller>;
-  /** Forgets cached callers of this user (their profile or account link changed). */
-  forgetUser(userId: string): void;
-  /** Forgets every cached caller (revocations may have been missed). */
-  forgetAll(): void;
-}
 
 interface Cached {
   caller: Caller;
@@ -156,3 +148,5 @@ export function requireOwner(caller: Caller): string {
   if (caller.role !== "owner") throw new ApiError(403, "Only the account owner can do this");
   return accountId;
 }
+
+export type { Sessions } from "../ports.js";

@@ -439,10 +439,14 @@ export async function recordCampaignSendOutcome(tx: DbOrTx, outcome: CampaignSen
  * IDLE_LOOK_MS later, covers that.
  */
 async function wakeWhenLast(tx: DbOrTx, campaignId: string) {
+  // A recipient whose outcome another transaction is recording right now (its row locked by that
+  // update, not committed yet) counts as done: two last outcomes recorded at once then both wake
+  // the job (one job: its key), instead of each seeing the other still `sending`.
   await tx.execute(sql`
     select ${nextLookJob(campaignId, sql`now()`)}
      where not exists (select 1 from ${campaignRecipients}
-                        where campaign_id = ${campaignId}::uuid and status = 'sending')`);
+                        where campaign_id = ${campaignId}::uuid and status = 'sending'
+                        limit 1 for share skip locked)`);
 }
 
 const nextLookJob = (campaignId: string, runAt: SQL) => sql`graphile_worker.add_job(

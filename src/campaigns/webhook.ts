@@ -8,8 +8,8 @@ import {
   messagingConfigs,
   type RecipientStatus,
 } from "../db/schema/index.js";
+import type { InboundMessageStored } from "../flows/runner/look.js";
 import type { StatusUpdate, TemplateStatusChange } from "../messaging/webhook-payload.js";
-import type { InboundMessageStored } from "../messaging/webhook-store.js";
 import { campaignUpdated } from "./events.js";
 import { pauseCampaign } from "./send.js";
 
@@ -49,6 +49,8 @@ export async function applyCampaignWebhook(
     for (const row of rows) touched.add(row.campaign_id);
   }
   for (const message of input.inbound) {
+    // Storing the message found no campaign message in its conversation: nothing to mark.
+    if (message.campaignThread === false) continue;
     const { rows } = await db.execute<{ campaign_id: string }>(sql`
       update ${campaignRecipients} r set status = 'replied', updated_at = now()
        where r.message_id = (select m.id from ${messages} m
@@ -59,7 +61,7 @@ export async function applyCampaignWebhook(
       returning r.campaign_id`);
     for (const row of rows) touched.add(row.campaign_id);
     // (Opt-out keywords, a campaign's quick-reply "Stop" included, are applied by
-    // contacts/consent.ts right after this, with their times and the reply.)
+    // inbound/consent.ts right after this, with their times and the reply.)
   }
   for (const campaignId of touched) await campaignUpdated(db, campaignId);
 }

@@ -8,8 +8,8 @@ import { contacts, conversations } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
-import { toContactJson } from "../inbox/json.js";
-import { searchPatterns } from "../inbox/search.js";
+import { toContactJson } from "./json.js";
+import { searchPatterns } from "./search.js";
 
 /** An agent's message to an opted-out contact (product: 422 `opted_out`). */
 export const optedOutError = () =>

@@ -8,8 +8,8 @@
 import { and, eq, isNotNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { contacts, conversations, messages } from "../db/schema/index.js";
-import { addJob } from "../jobs/queue.js";
 import { mediaKey } from "../media/download.js";
+import { addJob } from "../queue/add.js";
 
 export const ERASE_MEDIA_TASK = "erase-media";
 

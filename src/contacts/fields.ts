@@ -1,7 +1,7 @@
 /** The rules of what agents keep on a contact: tags and attributes. */
 import { z } from "zod";
 import { storableString } from "../http/input.js";
-import { searchQuery } from "../inbox/search.js";
+import { searchQuery } from "./search.js";
 
 export const TAG_MAX_LENGTH = 50;
 export const TAGS_MAX = 50;

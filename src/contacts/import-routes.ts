@@ -57,6 +57,26 @@ const importDoc = multipartDoc.extend({
 });
 const idParams = z.object({ id: z.string().describe("Import id (UUID)") });
 
+/**
+ * The file part's bytes, copied as they arrive into one buffer the size of
+ * the request (so the file is in memory once, not as its pieces and their copy).
+ */
+async function readFile(stream: AsyncIterable<Buffer>, requestLength: number) {
+  if (!(requestLength > 0)) {
+    const pieces: Buffer[] = [];
+    for await (const piece of stream) pieces.push(piece);
+    return Buffer.concat(pieces);
+  }
+  const bytes = Buffer.allocUnsafe(Math.min(requestLength, IMPORT_MAX_BYTES + 1));
+  let length = 0;
+  for await (const piece of stream) {
+    if (length + piece.length > bytes.length) throw new ApiError(413, "The file is larger than 50 MB");
+    piece.copy(bytes, length);
+    length += piece.length;
+  }
+  return bytes.subarray(0, length);
+}
+
 /** The multipart body: the file (at most 50 MB) and the text fields. */
 async function readImportBody(request: FastifyRequest) {
   if (!request.isMultipart())
@@ -77,7 +97,7 @@ async function readImportBody(request: FastifyRequest) {
         part.file.resume();
         throw new ApiError(400, `Unexpected file field "${part.fieldname}": send the CSV as "file"`);
       }
-      const bytes = await part.toBuffer();
+      const bytes = await readFile(part.file, Number(request.headers["content-length"]));
       file = { bytes, filename: (part.filename ?? "").slice(0, 255) };
     }
   } catch (error) {

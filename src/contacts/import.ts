@@ -7,22 +7,28 @@
  * the last committed batch.
  */
 import { Readable } from "node:stream";
-import { type Options, parse } from "csv-parse";
+import { pipeline } from "node:stream/promises";
+import { Worker } from "node:worker_threads";
+import { parse } from "csv-parse";
 import { eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/node-postgres";
+import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import type { Db, DbOrTx } from "../db/client.js";
+import * as schema from "../db/schema/index.js";
 import { contactImportErrors, contactImportFiles, contactImports } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
-import { isStorable } from "../http/input.js";
-import { addJob } from "../jobs/queue.js";
-import { checkAttributeValue, type Definitions, definitionMap } from "./attributes.js";
-import { ATTRIBUTE_KEY_MAX_LENGTH, TAG_MAX_LENGTH, TAGS_MAX } from "./fields.js";
-import { normalisePhone } from "./phone.js";
+import { addJob } from "../queue/add.js";
+import { type Definitions, definitionMap } from "./attributes.js";
+import { ATTRIBUTE_KEY_MAX_LENGTH } from "./fields.js";
+import { type Batch, detectDelimiter, parserOptions, STAGE_COLUMNS } from "./import-rows.js";
+import type { FromParser, ParseJob, ToParser } from "./import-worker.js";
 
 export const IMPORT_TASK = "import-contacts";
 export const IMPORT_MAX_BYTES = 50 * 1024 * 1024;
-/** Rows written per transaction. */
-export const IMPORT_BATCH = 2_000;
+/** Records per batch (one COPY and a few set-based statements in one transaction). */
+export const IMPORT_BATCH = 10_000;
 /** A progress event at most this often (and one at the end). */
 const EVENT_EVERY_MS = 1_000;
 
@@ -60,36 +66,17 @@ export function notCsvProblem(bytes: Buffer): string | null {
   return null;
 }
 
-/** `;` when the header line has more semicolons than commas (outside quotes), else `,`. */
-export function detectDelimiter(bytes: Buffer): "," | ";" {
-  let commas = 0;
-  let semis = 0;
-  let quoted = false;
-  const end = Math.min(bytes.length, 64 * 1024);
-  for (let i = 0; i < end; i++) {
-    const c = bytes[i];
-    if (c === 0x22) quoted = !quoted;
-    else if (!quoted && (c === 0x0a || c === 0x0d)) break;
-    else if (!quoted && c === 0x2c) commas++;
-    else if (!quoted && c === 0x3b) semis++;
-  }
-  return semis > commas ? ";" : ",";
+/** The bytes 64 KB at a time: csv-parse parses a whole chunk at once, whoever stops reading. */
+function* slices(bytes: Buffer) {
+  for (let at = 0; at < bytes.length; at += 64 * 1024) yield bytes.subarray(at, at + 64 * 1024);
 }
 
-const parserOptions = (delimiter: string): Options => ({
-  bom: true,
-  delimiter,
-  relax_column_count: true,
-  skip_empty_lines: true,
-  max_record_size: 64 * 1024,
-});
-
-/** A streaming parser over the bytes (records are arrays of strings). */
+/** A streaming parser over the bytes (records are arrays of strings), parsing no further than read. */
 export const csvRecords = (bytes: Buffer) =>
-  Readable.from([bytes]).pipe(parse(parserOptions(detectDelimiter(bytes))));
+  Readable.from(slices(bytes), { highWaterMark: 1 }).pipe(parse(parserOptions(detectDelimiter(bytes))));
 
-/** Read from the stored file a piece at a time, so the job's memory does not grow with the file. */
-const FILE_CHUNK = 1024 * 1024;
+/** Read from the stored file a piece at a time (256 KB), so the job's memory does not grow with the file. */
+const FILE_CHUNK = 256 * 1024;
 
 async function* storedFile(db: DbOrTx, importId: string, size: number) {
   for (let offset = 0; offset < size; offset += FILE_CHUNK) {
@@ -267,98 +254,27 @@ export function checkMapping(mapping: unknown, columns: string[]): Mapping {
 
 // ---------------------------------------------------------------- the job
 
-interface Prepared {
-  phone: string;
-  name: string | null;
-  tags: string[];
-  attributes: Record<string, string>;
-}
-
-interface RowError {
-  row: number;
-  value: string | null;
-  reason: string;
-}
-
-/** Splits a tags cell (`,`, `;` or `|` separated). */
-const splitTags = (cell: string) =>
-  cell
-    .split(/[,;|]/)
-    .map((t) => t.trim())
-    .filter((t) => t !== "");
-
-/** One CSV record as a contact, or why it cannot be one. */
-export function prepareRow(
-  record: string[],
-  plan: {
-    index: Record<string, number>;
-    definitions: Definitions;
-    defaultCountry: string | null;
-    addTags: string[];
-  },
-): Prepared | { value: string | null; reason: string } {
-  const cell = (field: string) => {
-    const i = plan.index[field];
-    return i === undefined ? undefined : (record[i] ?? "");
-  };
-  const rawPhone = cell("phone") ?? "";
-  const phone = normalisePhone(rawPhone, plan.defaultCountry);
-  if (!phone)
-    return {
-      value: rawPhone,
-      reason: rawPhone.trim() === "" ? "phone is empty" : "not a valid phone number",
-    };
-  const rawName = cell("name")?.trim();
-  if (rawName !== undefined && (rawName.length > 200 || !isStorable(rawName)))
-    return { value: rawName.slice(0, 200), reason: "name: must be at most 200 characters of text" };
-  const tags = [...new Set([...splitTags(cell("tags") ?? ""), ...plan.addTags])];
-  if (tags.length > TAGS_MAX) return { value: cell("tags") ?? null, reason: `tags: at most ${TAGS_MAX}` };
-  const badTag = tags.find((t) => t.length > TAG_MAX_LENGTH || !isStorable(t));
-  if (badTag) return { value: badTag, reason: `tags: each at most ${TAG_MAX_LENGTH} characters of text` };
-  const attributes: Record<string, string> = {};
-  for (const field of Object.keys(plan.index)) {
-    if (!field.startsWith("attributes.")) continue;
-    const raw = cell(field) ?? "";
-    if (raw.trim() === "") continue;
-    const key = field.slice(11);
-    const checked = checkAttributeValue(plan.definitions.get(key), raw);
-    if ("problem" in checked) return { value: raw, reason: `attributes.${key}: ${checked.problem}` };
-    if (checked.value.length > 1024 || !isStorable(checked.value))
-      return {
-        value: raw.slice(0, 200),
-        reason: `attributes.${key}: must be at most 1024 characters of text`,
-      };
-    attributes[key] = checked.value;
-  }
-  return { phone, name: rawName ? rawName : null, tags, attributes };
-}
-
 /**
- * Writes one batch: new numbers are inserted; existing ones (by WhatsApp id
- * or phone, including rows earlier in this file) are updated (name when
- * given, tags added, attributes merged) or skipped. Returns the counts.
+ * Writes one batch from the staging table (distinct numbers, COPYed in this
+ * transaction): new numbers are inserted; existing ones (by WhatsApp id or
+ * phone, including rows of earlier batches of this file) are updated (name
+ * when given, tags added, attributes merged) or skipped. Returns the counts.
  */
 async function writeBatch(
   tx: DbOrTx,
-  input: { accountId: string; rows: Prepared[]; update: boolean; optInSource: string | null; now: Date },
+  input: { accountId: string; rows: number; update: boolean; optInSource: string | null; now: Date },
 ) {
-  const { rows } = input;
-  const phones = rows.map((r) => r.phone);
-  const names = rows.map((r) => r.name);
-  const tags = rows.map((r) => r.tags.join("\u001f"));
-  const attrs = rows.map((r) => JSON.stringify(r.attributes));
   const now = input.now.toISOString();
+  // The contacts the numbers have already, found before any row is written: one statement that
+  // also inserted would scan, row after row, the rows it had just added.
+  await tx.execute(sql`
+    update ${sql.raw(STAGE)} i set contact_id = coalesce(
+             (select c.id from contacts c where c.account_id = ${input.accountId} and c.wa_id = i.phone),
+             (select c.id from contacts c where c.account_id = ${input.accountId} and c.phone = i.phone limit 1)
+           )`);
   const result = await tx.execute<{ created: number; updated: number; existing: number }>(sql`
-    with input as (
-      select * from unnest(${sql.param(phones)}::text[], ${sql.param(names)}::text[], ${sql.param(tags)}::text[],
-                           ${sql.param(attrs)}::text[])
-        as i(phone, name, tags, attributes)
-    ), matched as (
-      select i.*, coalesce(
-               (select c.id from contacts c where c.account_id = ${input.accountId} and c.wa_id = i.phone),
-               (select c.id from contacts c where c.account_id = ${input.accountId} and c.phone = i.phone limit 1)
-             ) as contact_id
-        from input i
+    with matched as (
+      select * from ${sql.raw(STAGE)}
     ), inserted as (
       insert into contacts (account_id, wa_id, phone, name, tags, attributes, opt_in_source, opted_in_at,
                             created_at, updated_at)
@@ -391,7 +307,7 @@ async function writeBatch(
     created: row.created,
     updated: row.updated,
     // Existing numbers not updated, and numbers a concurrent writer took meanwhile.
-    skipped: rows.length - row.created - row.updated,
+    skipped: input.rows - row.created - row.updated,
   };
 }
 
@@ -407,10 +323,44 @@ async function saveProgress(tx: DbOrTx, id: string, set: Partial<ImportRow>) {
   return row;
 }
 
+/** The temporary table each batch is COPYed into (dropped at the batch's commit). */
+const STAGE = "contact_import_stage";
+
+/** The parsing thread's heap: the batches it builds stay far below; a runaway fails the import, not the service. */
+const PARSER_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 };
+
+/** Starts the parsing thread (under tsx, as in the tests, from the TypeScript source). */
+function startParser(job: ParseJob) {
+  const here = import.meta.url;
+  if (here.endsWith(".ts")) {
+    const file = new URL("./import-worker.ts", here).href;
+    // (The eval'd code resolves tsx from the working directory: the project's.)
+    return new Worker(
+      `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(file)}); })`,
+      { eval: true, workerData: job, resourceLimits: PARSER_LIMITS },
+    );
+  }
+  return new Worker(new URL("./import-worker.js", here), { workerData: job, resourceLimits: PARSER_LIMITS });
+}
+
+/** COPYs the batch's rows into a fresh staging table on the transaction's connection. */
+async function stageRows(client: pg.PoolClient, tx: DbOrTx, copy: Uint8Array) {
+  await tx.execute(
+    sql.raw(
+      `create temp table ${STAGE} (phone text not null, name text, tags text not null, attributes text not null, contact_id uuid) on commit drop`,
+    ),
+  );
+  if (copy.byteLength === 0) return;
+  const stream = client.query(copyFrom(`copy ${STAGE} (${STAGE_COLUMNS}) from stdin`));
+  await pipeline(Readable.from([Buffer.from(copy.buffer, copy.byteOffset, copy.byteLength)]), stream);
+}
+
 /**
- * Runs (or, after a crash, resumes) an import: the records after the last
- * committed batch are read, checked and written in batches; the file is
- * deleted when the import ends.
+ * Runs (or, after a crash, resumes) an import: a worker thread parses and
+ * checks the records after the last committed batch, and this thread writes
+ * each batch it hands over (COPY into a staging table, then set-based
+ * statements) while the worker builds the next; the file is deleted when the
+ * import ends.
  */
 export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, importId: string) {
   const { db } = deps;
@@ -444,57 +394,47 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
       sql`select substring(data from 1 for 65536) as piece from ${contactImportFiles} where import_id = ${importId}`,
     )
     .then((r) => r.rows);
-  const parser = Readable.from(pieces()).pipe(
-    parse(parserOptions(detectDelimiter(head?.piece ?? Buffer.alloc(0)))),
-  );
-  let header: string[] | null = null;
-  let plan: Parameters<typeof prepareRow>[1] | null = null;
-  let recordNo = 0;
-  const skipUntil = current.processedRows;
-  let batch: Prepared[] = [];
-  let errors: RowError[] = [];
-  let batchRecords = 0;
-  let lastEventAt = 0;
-  // Rows of the batch by phone: a number twice in one batch is written once (update: the last wins).
-  let byPhone = new Map<string, number>();
   const update = current.onDuplicate === "update";
+  let lastEventAt = 0;
 
-  const flush = async (final: boolean) => {
-    const rows = batch;
-    const rowErrors = errors;
-    const records = batchRecords;
-    batch = [];
-    errors = [];
-    batchRecords = 0;
-    byPhone = new Map();
+  // One connection for the whole import: each batch's COPY and statements run on it.
+  const pool = db.$client;
+  const client = pool instanceof pg.Pool ? await pool.connect() : pool;
+  const onClient = drizzle(client, { schema });
+
+  const write = async (batch: Batch, final: boolean) => {
     const now = deps.now();
-    const next = await db.transaction(async (tx) => {
-      const counts =
-        rows.length > 0
-          ? await writeBatch(tx, {
-              accountId: current.accountId,
-              rows,
-              update,
-              optInSource: current.optInSource,
-              now,
-            })
-          : { created: 0, updated: 0, skipped: 0 };
-      if (rowErrors.length > 0) {
+    const next = await onClient.transaction(async (tx) => {
+      // Safe without waiting for the disk: a batch lost in a crash loses its counters with it, and
+      // the job run again writes it again.
+      await tx.execute(sql`set local synchronous_commit = off`);
+      let counts = { created: 0, updated: 0, skipped: 0 };
+      if (batch.rows > 0) {
+        await stageRows(client, tx, batch.copy);
+        counts = await writeBatch(tx, {
+          accountId: current.accountId,
+          rows: batch.rows,
+          update,
+          optInSource: current.optInSource,
+          now,
+        });
+      }
+      if (batch.errors.length > 0) {
         await tx
           .insert(contactImportErrors)
-          .values(rowErrors.map((e) => ({ importId, ...e })))
+          .values(batch.errors.map((e) => ({ importId, ...e })))
           .onConflictDoNothing();
       }
       // Repeats of a number within the batch, folded into its first row.
-      const repeats = records - rows.length - rowErrors.length;
+      const repeats = batch.records - batch.rows - batch.errors.length;
       const set = {
-        processedRows: current.processedRows + records,
+        processedRows: current.processedRows + batch.records,
         created: current.created + counts.created,
         updated: current.updated + counts.updated + (update ? repeats : 0),
         skipped: current.skipped + counts.skipped + (update ? 0 : repeats),
-        errors: current.errors + rowErrors.length,
+        errors: current.errors + batch.errors.length,
         updatedAt: now,
-        ...(final && { status: "completed" as const, totalRows: current.processedRows + records }),
+        ...(final && { status: "completed" as const, totalRows: current.processedRows + batch.records }),
       };
       const emit = final || now.getTime() - lastEventAt >= EVENT_EVERY_MS;
       const [row] = await tx
@@ -512,57 +452,76 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
     if (next) current = next;
   };
 
-  try {
-    for await (const record of parser as AsyncIterable<string[]>) {
-      if (!header) {
-        header = record.map((c) => c.trim());
-        const index: Record<string, number> = {};
-        for (const [field, column] of Object.entries(current.mapping)) {
-          const at = header.indexOf(column);
-          if (at < 0) throw new ApiError(400, `the file has no column "${column}"`);
-          index[field] = at;
-        }
-        plan = { index, definitions, defaultCountry: current.defaultCountry, addTags: current.addTags };
-        continue;
-      }
-      recordNo += 1;
-      if (recordNo <= skipUntil) continue;
-      batchRecords += 1;
-      // The spreadsheet's row number: the header is row 1.
-      const row = recordNo + 1;
-      const prepared = prepareRow(record, plan!);
-      if ("reason" in prepared) errors.push({ row, value: prepared.value, reason: prepared.reason });
-      else {
-        const seen = byPhone.get(prepared.phone);
-        if (seen === undefined) {
-          byPhone.set(prepared.phone, batch.length);
-          batch.push(prepared);
-        } else if (update) {
-          const earlier = batch[seen]!;
-          batch[seen] = {
-            phone: prepared.phone,
-            name: prepared.name ?? earlier.name,
-            tags: [...new Set([...earlier.tags, ...prepared.tags])],
-            attributes: { ...earlier.attributes, ...prepared.attributes },
-          };
-        }
-        // (skip: the first row of a number stands; the repeat is counted as skipped.)
-      }
-      if (batchRecords >= IMPORT_BATCH) await flush(false);
+  const worker = startParser({
+    delimiter: detectDelimiter(head?.piece ?? Buffer.alloc(0)),
+    mapping: current.mapping,
+    plan: { definitions, defaultCountry: current.defaultCountry, addTags: current.addTags },
+    update,
+    skipUntil: current.processedRows,
+    batchSize: IMPORT_BATCH,
+  });
+  // What the worker said, in order; `failed` also when it died (out of memory, a crash).
+  const inbox: FromParser[] = [];
+  let wake: (() => void) | null = null;
+  const deliver = (message: FromParser) => {
+    inbox.push(message);
+    wake?.();
+  };
+  const file$ = pieces();
+  const sendPiece = async () => {
+    const next = await file$.next();
+    if (next.done) worker.postMessage({ type: "end" } satisfies ToParser);
+    else {
+      const bytes = new Uint8Array(next.value);
+      worker.postMessage({ type: "piece", bytes } satisfies ToParser, [bytes.buffer]);
     }
-    await flush(true);
+  };
+  worker.on("message", (message: FromParser) => {
+    if (message.type === "want")
+      sendPiece().catch((error: Error) => deliver({ type: "failed", reason: error.message }));
+    else deliver(message);
+  });
+  worker.on("error", (error) =>
+    deliver({ type: "failed", reason: `the file could not be read: ${error.message}` }),
+  );
+  worker.on("exit", () => deliver({ type: "failed", reason: "the file could not be read to its end" }));
+  const received = async () => {
+    while (inbox.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    return inbox.shift()!;
+  };
+
+  let clientError: Error | undefined;
+  try {
+    worker.postMessage({ type: "next" } satisfies ToParser);
+    for (;;) {
+      const message = await received();
+      if (message.type === "failed") throw new ImportFailure(message.reason);
+      if (message.type !== "batch") continue;
+      // The worker builds the next batch while this one is written.
+      if (!message.final) worker.postMessage({ type: "next" } satisfies ToParser);
+      await write(message.batch, message.final);
+      if (message.final) break;
+    }
   } catch (error) {
-    parser.destroy();
-    const reason =
-      error instanceof ApiError ? error.message : `row ${recordNo + 1}: ${(error as Error).message}`;
+    if (!(error instanceof ImportFailure)) clientError = error as Error;
+    const reason = error instanceof ImportFailure ? error.message : (error as Error).message;
     // What was committed stays (and is counted); the import stops here.
     await db.transaction(async (tx) => {
       await saveProgress(tx, importId, { status: "failed", failure: reason, updatedAt: deps.now() });
       await tx.delete(contactImportFiles).where(eq(contactImportFiles.importId, importId));
     });
     deps.log.warn({ importId, reason }, "contact import failed");
+  } finally {
+    worker.removeAllListeners("exit");
+    await worker.terminate();
+    await file$.return(undefined);
+    if (client !== pool) (client as pg.PoolClient).release(clientError);
   }
 }
+
+class ImportFailure extends Error {}
+
+const FILE_PIECE = 8 * 1024 * 1024;
 
 /** Stores the import, its file and its job in one transaction. */
 export async function createImport(
@@ -594,7 +553,17 @@ export async function createImport(
         updatedAt: input.now,
       })
       .returning();
-    await tx.insert(contactImportFiles).values({ importId: row!.id, data: input.bytes });
+    // In 8 MB pieces: the driver copies a parameter whole into its message, so one 50 MB
+    // parameter would hold the file in memory twice.
+    await tx
+      .insert(contactImportFiles)
+      .values({ importId: row!.id, data: input.bytes.subarray(0, FILE_PIECE) });
+    for (let at = FILE_PIECE; at < input.bytes.length; at += FILE_PIECE) {
+      await tx.execute(
+        sql`update ${contactImportFiles} set data = data || ${input.bytes.subarray(at, at + FILE_PIECE)}::bytea
+             where import_id = ${row!.id}`,
+      );
+    }
     await addJob(
       tx,
       IMPORT_TASK,

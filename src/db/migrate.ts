@@ -22,7 +22,15 @@ export async function runMigrations(url: string): Promise<void> {
   try {
     await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_ID]);
     // The job queue's own schema (graphile_worker) first: our migrations may call add_job.
-    await runJobQueueMigrations({ connectionString: url, logger: quietLogger });
+    // On a pool of our own that we end here: an idle connection of it that the server closes
+    // (a test dropping its database) is not an uncaught error.
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    pool.on("error", () => undefined);
+    try {
+      await runJobQueueMigrations({ pgPool: pool, logger: quietLogger });
+    } finally {
+      await pool.end();
+    }
     await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
   } finally {
     await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_ID]).catch(() => undefined);

@@ -3,25 +3,16 @@ import { and, eq, isNotNull, sql } from "drizzle-orm";
 import { webhookDeliveries, webhookEndpoints } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { isUuid } from "../http/ids.js";
-import { addJob } from "../jobs/queue.js";
+import type { DeliveryPolicy } from "../ports.js";
+import { addJob } from "../queue/add.js";
+import { webhookEndpointQueue } from "../queue/names.js";
+import type { DeliveryJob } from "../queue/tasks.js";
 import type { EndpointRow } from "./endpoints.js";
 import { findEvent } from "./log.js";
 import { type PostResult, postWebhook } from "./post.js";
 import type { EventJson } from "./types.js";
 
 /** How outbound webhooks are attempted, retried and given up on (AppOptions.webhookDelivery overrides it in tests). */
-export interface DeliveryPolicy {
-  /** An attempt counts as delivered on a 2xx within this time. */
-  timeoutMs: number;
-  /** Delay before the first retry; each later one is `retryFactor` times longer, up to `maxRetryDelayMs`. */
-  firstRetryMs: number;
-  retryFactor: number;
-  maxRetryDelayMs: number;
-  /** No attempt is made later than this after the event. */
-  retryWindowMs: number;
-  /** An endpoint whose deliveries have failed for this long without a success is disabled. */
-  disableAfterMs: number;
-}
 
 const HOUR = 60 * 60 * 1000;
 
@@ -97,16 +88,9 @@ export async function sendTestEvent(
   return row!;
 }
 
-/** The payload of a `deliver-webhook` job: one attempt of one event to one endpoint. */
-export interface DeliveryJob {
-  endpointId: string;
-  eventId: string;
-  attempt: number;
-}
+export type { DeliveryJob };
 
 export const DELIVERY_TASK = "deliver-webhook";
-/** One queue per endpoint: a slow or dead receiver holds at most one worker at a time. */
-export const deliveryQueue = (endpointId: string) => `webhooks:${endpointId}`;
 
 /**
  * Makes attempt `job.attempt` of delivering an event to an endpoint, logs it,
@@ -172,7 +156,7 @@ export async function deliverEvent(
         DELIVERY_TASK,
         { ...payload },
         {
-          queueName: deliveryQueue(endpoint.id),
+          queueName: webhookEndpointQueue(endpoint.id),
           runAt: next,
           maxAttempts: 5,
         },
@@ -199,3 +183,5 @@ export async function deliverEvent(
   });
   return result.ok ? "delivered" : "failed";
 }
+
+export type { DeliveryPolicy } from "../ports.js";

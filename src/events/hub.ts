@@ -1,4 +1,5 @@
 import pg from "pg";
+import type { EventHub } from "../ports.js";
 import { EVENTS_CHANNEL } from "./types.js";
 
 /**
@@ -9,11 +10,6 @@ import { EVENTS_CHANNEL } from "./types.js";
  * After the connection drops and comes back, every subscriber is woken, since
  * notifications sent meanwhile are lost.
  */
-export interface EventHub {
-  /** Calls `wake` whenever the account may have new events; returns the unsubscribe function. */
-  subscribe(accountId: string, wake: () => void): () => void;
-  close(): Promise<void>;
-}
 
 const RECONNECT_MS = 1_000;
 
@@ -106,3 +102,5 @@ export function createEventHub(
     },
   };
 }
+
+export type { EventHub } from "../ports.js";

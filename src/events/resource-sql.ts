@@ -1,8 +1,9 @@
 import { getTableColumns, getTableName, type Table } from "drizzle-orm";
 import { toAutomationJson } from "../bots/automation.js";
+import { toContactJson } from "../contacts/json.js";
 import { contacts, conversations, flowRuns, messageReactions, messages } from "../db/schema/index.js";
 import type { RunRow } from "../flows/runner/store.js";
-import { toContactJson, toConversationJson, toMessageJson, toReactionJson } from "../inbox/json.js";
+import { toConversationJson, toMessageJson, toReactionJson } from "../inbox/json.js";
 
 /**
  * The SQL functions that build event data (`api_message_json`,

@@ -1,12 +1,12 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ACTIVE, automationForChange, pausedColumns } from "../bots/automation.js";
+import { searchPatterns } from "../contacts/search.js";
 import type { Db } from "../db/client.js";
 import { contacts, conversations, messageReactions, messages, profiles } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { type ReactionJson, toConversationJson, toMessageJson, toReactionJson } from "./json.js";
-import { searchPatterns } from "./search.js";
 
 export interface PageInput {
   limit: number;

@@ -1,4 +1,5 @@
 import { automationAt, toAutomationJson } from "../bots/automation.js";
+import { toContactJson } from "../contacts/json.js";
 import type { contacts, conversations, messageReactions, messages } from "../db/schema/index.js";
 import { windowExpiresAt } from "./window.js";
 
@@ -46,18 +47,6 @@ export function toMessageJson(m: MessageRow, reactions?: ReactionJson[]) {
     ...(reactions ? { reactions } : {}),
   };
 }
-
-export const toContactJson = (c: ContactRow) => ({
-  id: c.id,
-  wa_id: c.waId,
-  name: c.name,
-  phone: c.phone,
-  tags: c.tags,
-  attributes: c.attributes,
-  opted_out: c.optedOut,
-  created_at: c.createdAt,
-  updated_at: c.updatedAt,
-});
 
 export const toConversationJson = (
   c: ConversationRow,

@@ -4,6 +4,7 @@ import { requireAccount } from "../auth/session.js";
 import { autoAssign } from "../bots/assign.js";
 import { optedOutError } from "../contacts/contacts.js";
 import { tag } from "../contacts/fields.js";
+import { searchQuery } from "../contacts/search.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
 import { ApiError, notFound } from "../http/errors.js";
@@ -25,7 +26,6 @@ import {
 import { MAX_TEXT_LENGTH } from "./limits.js";
 import { addNote } from "./notes.js";
 import { markConversationRead } from "./read.js";
-import { searchQuery } from "./search.js";
 import { sendAgentText } from "./send.js";
 import { conversationJson, startConversation } from "./start.js";
 import { requireOpenWindow } from "./window.js";

@@ -8,15 +8,16 @@ import type { MessageStatus } from "../db/schema/inbox.js";
 import { messages, messagingConfigs } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
-import { addJobSql } from "../jobs/queue.js";
+import { addJobSql } from "../queue/add.js";
+import type { SendPayload } from "../queue/tasks.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
 import { toMessageJson } from "./json.js";
 import { nextMessageTime, touchConversationSql } from "./threads.js";
 
 /** A job that sends the message, added with it (its payload gets `messageId`). */
 export interface SendJob {
-  task: string;
-  payload: Record<string, unknown>;
+  task: "send-bot-message" | "send-message";
+  payload: Omit<SendPayload, "messageId">;
   queueName: string;
   maxAttempts: number;
 }
@@ -43,22 +44,30 @@ export async function insertPendingMessage(
     /** Media metadata of the message (`media` on the API). */
     media?: Record<string, unknown>;
     sendJob?: SendJob;
+    /**
+     * Instead of a send job: the message is stored claimed for a send by this
+     * instance (`send_started_at`) with its settle job (see sending/outbound.ts),
+     * and the statement also answers the account's channel (`channel`).
+     */
+    claim?: ClaimedSendJob;
   },
-): Promise<typeof messages.$inferSelect> {
+): Promise<typeof messages.$inferSelect & { channel?: ClaimChannel }> {
   const at = nextMessageTime(input.now);
   const createdAt = at.toISOString();
-  const { outbound, sendJob } = input;
+  const { outbound, sendJob, claim } = input;
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
   const { rows } = await tx.execute<Record<string, unknown>>(
     prepared(sql`
     with message as (
       insert into ${messages} (id, account_id, conversation_id, direction, sender_type, sender_user_id, type,
-                               text, payload, media, status, created_at, updated_at)
+                               text, payload, media, status, created_at, updated_at${claim ? sql`, send_started_at` : sql``})
       values (coalesce(${input.id ?? null}::uuid, gen_random_uuid()), ${input.accountId}::uuid,
               ${input.conversationId}::uuid, 'outbound', ${input.sender}::text, ${input.userId}::uuid,
               ${outbound?.type ?? "text"}::text, ${input.text}::text,
               ${json(outbound && outbound.type !== "text" ? outbound : null)}::jsonb,
-              ${json(input.media)}::jsonb, 'pending', ${createdAt}::timestamptz, ${createdAt}::timestamptz)
+              ${json(input.media)}::jsonb, 'pending', ${createdAt}::timestamptz, ${createdAt}::timestamptz${
+                claim ? sql`, ${input.now.toISOString()}::timestamptz` : sql``
+              })
       returning *
     ), conversation as (${touchConversationSql(input.conversationId, at, sql`exists (select 1 from message)`)})
     select message.*${
@@ -69,12 +78,54 @@ export async function insertPendingMessage(
             { queueName: sendJob.queueName, maxAttempts: sendJob.maxAttempts },
           )} is not null as queued`
         : sql``
+    }${
+      claim
+        ? sql`, ${addJobSql(
+            claim.task,
+            sql`(jsonb_build_object('messageId', message.id) || ${json(claim.payload)}::jsonb)::json`,
+            {
+              runAt: claim.runAt,
+              jobKey: sql`${claim.jobKeyPrefix}::text || message.id::text`,
+              maxAttempts: claim.maxAttempts,
+            },
+          )} is not null as settled,
+          mc.phone_number_id as channel_phone_number_id, mc.access_token as channel_access_token,
+          mc.messages_per_second as channel_limit`
+        : sql``
     }
-      from message`),
+      from message${
+        claim ? sql` left join ${messagingConfigs} mc on mc.account_id = ${input.accountId}::uuid` : sql``
+      }`),
   );
   const row = rows[0];
   if (!row) throw new Error("The message was not stored");
-  return tableRow(messages, row);
+  const stored = tableRow(messages, row);
+  if (!claim) return stored;
+  return {
+    ...stored,
+    channel: {
+      phoneNumberId: (row.channel_phone_number_id as string | null) ?? null,
+      accessToken: (row.channel_access_token as string | null) ?? null,
+      limit: (row.channel_limit as number | null) ?? null,
+    },
+  };
+}
+
+/** The settle job of a message stored claimed (insertPendingMessage's `claim`). */
+export interface ClaimedSendJob {
+  task: "settle-send";
+  payload: Record<string, unknown>;
+  runAt: Date;
+  /** The job key is this followed by the message's id. */
+  jobKeyPrefix: string;
+  maxAttempts: number;
+}
+
+/** The account's channel, as a claimed insert reads it. */
+export interface ClaimChannel {
+  phoneNumberId: string | null;
+  accessToken: string | null;
+  limit: number | null;
 }
 
 /**

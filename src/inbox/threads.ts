@@ -1,8 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
-import { isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { contacts, conversations } from "../db/schema/index.js";
-import { toUpstreamPhone } from "../upstream/graph.js";
+import { isBsuid, toUpstreamPhone } from "../upstream/graph.js";
 
 let lastMessageMs = 0;
 

@@ -1,12 +1,5 @@
 import type pg from "pg";
-
-export interface Jobs {
-  /**
-   * Resolves once no job is due or running (future jobs, and jobs that have
-   * used up their attempts, do not count). Tests and the benchmark wait on it.
-   */
-  drain(options?: { timeoutMs?: number }): Promise<void>;
-}
+import type { Jobs } from "../ports.js";
 
 /** `sends`: the instance's send pipeline, whose sends in flight count as busy too. */
 export function createJobs(pool: pg.Pool, sends?: { idle(): boolean }): Jobs {
@@ -31,3 +24,5 @@ export function createJobs(pool: pg.Pool, sends?: { idle(): boolean }): Jobs {
     },
   };
 }
+
+export type { Jobs } from "../ports.js";

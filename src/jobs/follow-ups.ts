@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { preparedText } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
-import type { Task } from "./types.js";
+import type { RunnableTask } from "./types.js";
 
 /**
  * Jobs of a named queue run one at a time: while a worker runs one, the queue
@@ -37,7 +37,7 @@ interface QueuedJob {
 
 export interface FollowUpOptions {
   pool: pg.Pool;
-  tasks: Record<string, Task>;
+  tasks: Record<string, RunnableTask>;
   deps: AppDeps;
   /** False once the instance is stopping: no new follow-up starts. */
   running: () => boolean;

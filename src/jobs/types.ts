@@ -1,4 +1,5 @@
 import type { AppDeps } from "../deps.js";
+import type { TaskName, TaskPayload } from "../queue/tasks.js";
 
 /** What a task knows of the job it runs. */
 export interface JobInfo {
@@ -9,8 +10,16 @@ export interface JobInfo {
 }
 
 /**
- * One kind of background work. A task must be idempotent: after a crash it may
+ * One kind of background work, with the payload its name carries in the task
+ * registry (src/queue/tasks.ts). A task must be idempotent: after a crash it may
  * run again, and twice must do what once does (a receipt, a unique key, or a
  * state check at its start). Throwing makes graphile-worker try it again later.
  */
-export type Task = (payload: Record<string, unknown>, deps: AppDeps, job: JobInfo) => Promise<void>;
+export type Task<N extends TaskName> = (
+  payload: TaskPayload<N>,
+  deps: AppDeps,
+  job: JobInfo,
+) => Promise<void>;
+
+/** A task as the worker runs it: a job row's payload, read back from the database. */
+export type RunnableTask = (payload: unknown, deps: AppDeps, job: JobInfo) => Promise<void>;

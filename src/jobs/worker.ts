@@ -13,8 +13,8 @@ import pg from "pg";
 import { prepareMarkedStatements } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
 import { type FollowUpOptions, runFollowUps } from "./follow-ups.js";
-import { TASKS } from "./tasks/index.js";
-import type { Task } from "./types.js";
+import { RUNNABLE_TASKS } from "./tasks/index.js";
+import type { RunnableTask } from "./types.js";
 
 /**
  * The background side of an instance: a graphile-worker pool that takes jobs
@@ -63,9 +63,9 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
   await reapDeadWorkers(pool, options.log);
 
   let running = true;
-  const followUps: FollowUpOptions = { pool, tasks: TASKS, deps, running: () => running };
+  const followUps: FollowUpOptions = { pool, tasks: RUNNABLE_TASKS, deps, running: () => running };
   const taskList: TaskList = {};
-  for (const [name, task] of Object.entries(TASKS)) taskList[name] = wrap(task, deps, followUps);
+  for (const [name, task] of Object.entries(RUNNABLE_TASKS)) taskList[name] = wrap(task, deps, followUps);
 
   // Worker ids are learnt as the workers are created (inside run()): each is recorded under this
   // instance before the reaper's grace period for unknown workers could run out.
@@ -192,9 +192,9 @@ export async function reapDeadWorkers(pool: pg.Pool, log: WorkerOptions["log"]):
   }
 }
 
-function wrap(task: Task, deps: AppDeps, followUps: FollowUpOptions): TaskList[string] {
+function wrap(task: RunnableTask, deps: AppDeps, followUps: FollowUpOptions): TaskList[string] {
   return async (payload, helpers) => {
-    await task((payload ?? {}) as Record<string, unknown>, deps, {
+    await task(payload ?? {}, deps, {
       id: helpers.job.id,
       attempt: helpers.job.attempts,
       maxAttempts: helpers.job.max_attempts,

@@ -1,6 +1,6 @@
 import type { DbOrTx } from "../db/client.js";
-import { addJob } from "../jobs/queue.js";
-import type { TokenCipher } from "../messaging/crypto.js";
+import type { TokenCipher } from "../ports.js";
+import { addJob } from "../queue/add.js";
 import type { Mail, MailKind } from "./mailer.js";
 
 export const SEND_MAIL_TASK = "send-mail";

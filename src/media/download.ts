@@ -7,13 +7,6 @@ import { channelFor } from "../messaging/channel.js";
 import { GraphApiError } from "../upstream/graph.js";
 import { MAX_INBOUND_BYTES } from "./kinds.js";
 
-export const DOWNLOAD_MEDIA_TASK = "download-media";
-/**
- * Tries of a download (graphile-worker waits e^n seconds after the n-th):
- * about 20 minutes in all, each try asking Meta for a fresh URL.
- */
-export const MEDIA_DOWNLOAD_ATTEMPTS = 8;
-
 /** A failure no retry can cure (the file is not what Meta announced, or too large). */
 class FinalMediaError extends Error {}
 

@@ -9,18 +9,12 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import type { MediaStoreConfig } from "../config.js";
+import type { MediaStore } from "../ports.js";
 
 /**
  * Where media files live. Keys are ours (`<account id>/<message id>`), never
  * a user's filename, so no key can leave its folder or bucket prefix.
  */
-export interface MediaStore {
-  put(key: string, bytes: Buffer, contentType: string): Promise<void>;
-  /** The bytes, or null when nothing is stored under the key. */
-  get(key: string): Promise<Buffer | null>;
-  /** Removes the file; nothing stored under the key is not an error. */
-  delete(key: string): Promise<void>;
-}
 
 const SAFE_KEY = /^[A-Za-z0-9-]+(\/[A-Za-z0-9-]+)*$/;
 
@@ -98,3 +92,5 @@ export function s3MediaStore(config: Extract<MediaStoreConfig, { kind: "s3" }>):
     },
   };
 }
+
+export type { MediaStore } from "../ports.js";

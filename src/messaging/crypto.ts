@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
+import type { TokenCipher } from "../ports.js";
 
 /** The configured key is not 64 hex characters (AES-256). Message per spec section 7. */
 export class EncryptionKeyError extends Error {
@@ -14,14 +15,6 @@ export class TokenDecryptError extends Error {
     super("Stored token cannot be decrypted");
     this.name = "TokenDecryptError";
   }
-}
-
-export interface TokenCipher {
-  /** AES-256-GCM with a fresh 12-byte IV: `v1:<iv>:<tag>:<ciphertext>`, base64url parts. */
-  encrypt(plain: string): string;
-  decrypt(stored: string): string;
-  /** A keyed hash (HMAC-SHA256, key derived from the encryption key) for equality lookups. */
-  keyedHash(value: string): string;
 }
 
 const VERSION = "v1";
@@ -70,3 +63,5 @@ export function createTokenCipher(hexKey: string): TokenCipher {
     },
   };
 }
+
+export type { TokenCipher } from "../ports.js";

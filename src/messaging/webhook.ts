@@ -6,7 +6,7 @@ import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
 import { ApiError } from "../http/errors.js";
 import { docs } from "../http/openapi.js";
-import { createJobBatcher } from "../jobs/queue.js";
+import { createJobBatcher } from "../queue/add.js";
 import { cleanStrings, deliveryQueue } from "./webhook-payload.js";
 import { verifyWebhookSignature } from "./webhook-signature.js";
 

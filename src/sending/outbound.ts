@@ -4,14 +4,19 @@ import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
-import type { AppDeps } from "../deps.js";
-import { contextFor } from "../flows/runner/dispatch.js";
-import { continueAfterSend, failRun, guardRun } from "../flows/runner/engine.js";
+import { contextFor, lockRunContext } from "../flows/runner/dispatch.js";
+import { continueAfterSend, failRun, guardRun, type RunnerDeps } from "../flows/runner/engine.js";
 import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
-import { addJob, addJobSql } from "../jobs/queue.js";
-import { customerQueue } from "../messaging/webhook-payload.js";
+import type { ClaimedSend } from "../ports.js";
+import { addJob, addJobSql } from "../queue/add.js";
+import { customerQueue } from "../queue/names.js";
+import {
+  SEND_BOT_MESSAGE_TASK,
+  SEND_MESSAGE_TASK,
+  SETTLE_SEND_TASK,
+  type SendPayload,
+} from "../queue/tasks.js";
 import { GraphApiError, type OutboundMessage, toUpstreamPhone } from "../upstream/graph.js";
-import { SEND_BOT_MESSAGE_TASK, SEND_MESSAGE_TASK, SETTLE_SEND_TASK } from "./names.js";
 import { campaignSendOutcome } from "./outcomes.js";
 import type { SendPriority, SendResult } from "./pipeline.js";
 
@@ -37,18 +42,7 @@ export const CAMPAIGN_JOB_PRIORITY = 10;
 export const MAX_SEND_ATTEMPTS = 6;
 
 /** What a send job carries. */
-export interface SendPayload {
-  messageId: string;
-  /** The run waiting for this message (bot sends). */
-  runId?: string;
-  /** The steps its run's advance had taken. */
-  steps?: number;
-  /** Attempts made so far (retries after a provable non-delivery). */
-  attempt?: number;
-  /** Meta's id of the customer message to mark read (with a typing indicator) before sending. */
-  readMessageId?: string | null;
-  priority?: SendPriority;
-}
+export type { SendPayload };
 
 const RATE_CODES = new Set([4, 80007, 130429, 131056]);
 
@@ -121,33 +115,21 @@ export async function enqueueCampaignSends(db: DbOrTx, messageIds: string[]) {
     )}) from unnest(${sql.param(messageIds)}::uuid[]) as id`);
 }
 
-interface Claimed {
-  accountId: string;
-  type: string;
-  text: string | null;
-  payload: unknown;
-  contactId: string | null;
-  phone: string | null;
-  waId: string | null;
-  runStatus: string | null;
-  awaiting: string | null;
-  phoneNumberId: string | null;
-  accessToken: string | null;
-  limit: number | null;
-  campaignId: string | null;
-  /** No resend of an unknown outcome: the message never reached Meta if this try does not go. */
-  firstTry: boolean;
-}
+/** What a send needs of the instance. */
+export type SendDeps = RunnerDeps;
+
+/** A claimed message and where it goes. */
+export type Claimed = ClaimedSend;
 
 /**
  * Marks the message as being sent and adds its settle job, in one statement,
  * and reads where it goes; null when it is not `pending` or a send of it is
  * already under way.
  */
-async function claimSend(deps: AppDeps, payload: SendPayload): Promise<Claimed | null> {
+async function claimSend(deps: SendDeps, payload: SendPayload): Promise<Claimed | null> {
   // Not before this instance is surely done with the send (answered, timed out or handed back),
-  // then the window for Meta's status. Job times are the real clock's (deps.now may be a test's).
-  const windowEnd = new Date(Date.now() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000);
+  // then the window for Meta's status.
+  const windowEnd = settleDueAt(deps);
   const { rows } = await deps.db.execute<Claimed & Record<string, unknown>>(
     prepared(sql`
     with claimed as (
@@ -183,13 +165,14 @@ type Target =
       phoneNumberId: string;
       to: string;
       contactId: string;
+      waId: string;
       queue: string;
       limit: number;
     }
   | { ok: false; problem: string; reason: string };
 
 /** Where the message goes, checked again at send time: the run, the channel, the number. */
-function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
+function sendTarget(deps: SendDeps, payload: SendPayload, row: Claimed): Target {
   if (!row.contactId || !row.waId) {
     return { ok: false, problem: "The conversation no longer exists", reason: "send_failed" };
   }
@@ -226,6 +209,7 @@ function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
     phoneNumberId: row.phoneNumberId,
     to,
     contactId: row.contactId,
+    waId: row.waId,
     queue: customerQueue(row.phoneNumberId, row.waId),
     limit: row.limit ?? 80,
   };
@@ -236,13 +220,47 @@ function sendTarget(deps: AppDeps, payload: SendPayload, row: Claimed): Target {
  * once the call is under way (or waiting for its number's slot), not when
  * Meta answers. The answer is recorded by the pipeline's follow-up.
  */
-export async function startSend(deps: AppDeps, payload: SendPayload): Promise<void> {
+export async function startSend(deps: SendDeps, payload: SendPayload): Promise<void> {
   const priority = payload.priority ?? "customer";
   // Backpressure: a full pipeline holds the job here, before anything is claimed.
   await deps.sends.admit(priority);
   const claimed = await claimSend(deps, payload);
   if (!claimed) return; // sent, failed, or under way elsewhere: its settle job resolves it
+  await handOver(deps, payload, claimed, priority);
+}
 
+/** The longest a claimed bot message waits for room in the pipeline before it joins it anyway. */
+const ADMIT_CLAIMED_MS = 5_000;
+
+/** When the settle job of a send claimed now is due: after this instance is surely done with it, and the window. */
+export const settleDueAt = (deps: Pick<SendDeps, "sends" | "config">) =>
+  // Job times are the real clock's (deps.now may be a test's).
+  new Date(Date.now() + deps.sends.settleAfterMs + deps.config.sendUnknownWindowS * 1000);
+
+/**
+ * A bot message stored claimed, with its settle job, by the advance that
+ * queued it (flows/runner/engine.ts), handed to the send pipeline once that
+ * advance committed: what the send job would have done after its claim, minus
+ * the job and the claim's statement. Never throws (the settle job resolves a
+ * send whose hand-over failed).
+ */
+export async function sendClaimed(deps: SendDeps, payload: SendPayload, claimed: Claimed): Promise<void> {
+  // Backpressure on the job that queued it, as a send job gets in startSend, but bounded: the message
+  // is claimed already, and must reach the pipeline long before its settle job is due.
+  let waited: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    deps.sends.admit("customer"),
+    new Promise<void>((resolve) => {
+      waited = setTimeout(resolve, ADMIT_CLAIMED_MS);
+    }),
+  ]);
+  clearTimeout(waited);
+  await handOver(deps, payload, claimed, "customer").catch((error: unknown) =>
+    deps.log.error({ err: error, messageId: payload.messageId }, "handing a claimed send over failed"),
+  );
+}
+
+async function handOver(deps: SendDeps, payload: SendPayload, claimed: Claimed, priority: SendPriority) {
   const target = sendTarget(deps, payload, claimed);
   if (!target.ok) {
     await recordFailure(deps, payload, { message: target.problem }, target.reason);
@@ -293,13 +311,17 @@ export async function startSend(deps: AppDeps, payload: SendPayload): Promise<vo
 
 type Recorded = Extract<Target, { ok: true }> & { accountId: string; type: string };
 
-async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorded, result: SendResult) {
+async function recordResult(deps: SendDeps, payload: SendPayload, target: Recorded, result: SendResult) {
   const attempt = payload.attempt ?? 1;
   if (result.kind === "sent") {
-    // Meta's WhatsApp id for a rewritten number becomes the contact's (a failure here is no failed send).
-    await adoptWhatsAppId(deps.db, { contactId: target.contactId, waId: result.sent.waId }).catch(
-      (error: unknown) => deps.log.warn({ err: error }, "the WhatsApp id Meta answered could not be stored"),
-    );
+    // Meta's WhatsApp id for a rewritten number becomes the contact's (a failure here is no failed send);
+    // nothing to write when Meta answered the id the contact has (as nearly always).
+    if (result.sent.waId && result.sent.waId !== target.waId) {
+      await adoptWhatsAppId(deps.db, { contactId: target.contactId, waId: result.sent.waId }).catch(
+        (error: unknown) =>
+          deps.log.warn({ err: error }, "the WhatsApp id Meta answered could not be stored"),
+      );
+    }
     await recordSent(deps, payload, {
       accountId: target.accountId,
       contactId: target.contactId,
@@ -401,20 +423,26 @@ async function recordResult(deps: AppDeps, payload: SendPayload, target: Recorde
  * did first), drops its settle job, and moves its run on.
  */
 async function recordSent(
-  deps: AppDeps,
+  deps: SendDeps,
   payload: SendPayload,
   sent: { accountId: string; contactId: string; upstreamId: string; type: string },
 ) {
   const sentAt = deps.now();
   await withContactLock(deps.pool, { accountId: sent.accountId, contactId: sent.contactId }, async (tx) => {
-    const { rows } = await tx.execute<{ campaign_id: string | null }>(sql`
-      update ${messages}
-         set message_id = coalesce(message_id, ${sent.upstreamId}::text),
-             status = case when status = 'pending' then 'sent' else status end,
-             updated_at = ${sentAt.toISOString()}::timestamptz
-       where id = ${payload.messageId}::uuid
-      returning campaign_id`);
-    await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+    // The message and its settle job in one statement.
+    const { rows } = await tx.execute<{ campaign_id: string | null }>(
+      prepared(sql`
+      with sent as (
+        update ${messages}
+           set message_id = coalesce(message_id, ${sent.upstreamId}::text),
+               status = case when status = 'pending' then 'sent' else status end,
+               updated_at = ${sentAt.toISOString()}::timestamptz
+         where id = ${payload.messageId}::uuid
+        returning campaign_id
+      )
+      select (select campaign_id from sent) as campaign_id,
+             graphile_worker.remove_job(${settleKey(payload.messageId)}::text) is not null as removed`),
+    );
     const campaignId = rows[0]?.campaign_id;
     if (campaignId)
       await campaignSendOutcome(tx, { messageId: payload.messageId, campaignId, status: "sent" });
@@ -425,15 +453,13 @@ async function recordSent(
 
 async function continueRun(
   tx: DbOrTx,
-  deps: AppDeps,
+  deps: SendDeps,
   payload: SendPayload,
   sent: { upstreamId: string; type: string; at: Date },
 ) {
   if (!payload.runId) return;
-  const run = await lockActiveRun(tx, payload.runId);
-  if (run?.awaitingMessageId !== payload.messageId) return;
-  const ctx = await contextFor(tx, deps, run);
-  if (!ctx) return;
+  const ctx = await lockRunContext(tx, deps, payload.runId);
+  if (ctx?.run.awaitingMessageId !== payload.messageId) return;
   ctx.steps = payload.steps ?? 0;
   await guardRun(ctx, () =>
     continueAfterSend(ctx, {
@@ -455,7 +481,7 @@ const ABANDONED =
  * ever. Nothing happens to a message whose send was claimed: its settle job
  * resolves it.
  */
-export async function abandonUnsentSend(deps: AppDeps, payload: SendPayload, cause: unknown) {
+export async function abandonUnsentSend(deps: SendDeps, payload: SendPayload, cause: unknown) {
   deps.log.error(
     { err: cause, messageId: payload.messageId },
     "a send job failed its last attempt before sending: the message is failed",
@@ -469,7 +495,7 @@ export async function abandonUnsentSend(deps: AppDeps, payload: SendPayload, cau
  * each is failed as abandonUnsentSend does (a resend's: `unknown_outcome`, its
  * first try may have reached Meta). Answers how many were failed.
  */
-export async function failOrphanedSends(deps: AppDeps, messageIds: string[]): Promise<number> {
+export async function failOrphanedSends(deps: SendDeps, messageIds: string[]): Promise<number> {
   if (messageIds.length === 0) return 0;
   const { rows } = await deps.db.execute<{ id: string; resent: boolean }>(sql`
     select m.id, m.send_resent_at is not null as resent from ${messages} m
@@ -496,7 +522,7 @@ export async function failOrphanedSends(deps: AppDeps, messageIds: string[]): Pr
 
 /** Marks the message failed and ends its run `failed` (when it still waits for this message). */
 async function recordFailure(
-  deps: AppDeps,
+  deps: SendDeps,
   payload: SendPayload,
   error: Record<string, unknown> & { message: string },
   reason: string,
@@ -560,7 +586,7 @@ async function recordFailure(
  * The settle job: due SEND_UNKNOWN_WINDOW_S after a send was claimed (or at
  * once when a status webhook named it, or a send was handed back unsent).
  */
-export async function settleSend(deps: AppDeps, payload: SendPayload): Promise<void> {
+export async function settleSend(deps: SendDeps, payload: SendPayload): Promise<void> {
   const { rows } = await deps.db.execute<{
     status: string;
     upstream_id: string | null;

@@ -1,4 +1,5 @@
-import type { GraphClient, OutboundMessage, SentMessage } from "../upstream/graph.js";
+import type { QueuedSend, SendPipeline, SendPriority, SendResult } from "../ports.js";
+import type { GraphClient } from "../upstream/graph.js";
 import { type SendRate, SLOT_LATENESS_MS } from "./rate.js";
 
 /**
@@ -11,56 +12,6 @@ import { type SendRate, SLOT_LATENESS_MS } from "./rate.js";
  * Per number, customer-facing sends (agents, bots, reactions) take every slot
  * before campaign sends: a campaign delays a reply by one slot at most.
  */
-
-export type SendPriority = "customer" | "campaign";
-
-export interface QueuedSend {
-  /** Our message id, sent as Meta's `biz_opaque_callback_data` (null for a reaction). */
-  messageId: string | null;
-  phoneNumberId: string;
-  token: string;
-  to: string;
-  message: OutboundMessage;
-  /** The number's `messages_per_second`. */
-  limit: number;
-  priority: SendPriority;
-  /**
-   * A campaign message's first try: its campaign is checked once more right
-   * before the HTTP call (`campaignGoing`), so that a cancel or a pause stops
-   * the sends claimed but not yet on the wire.
-   */
-  campaignId?: string | null;
-}
-
-export type SendResult =
-  | { kind: "sent"; sent: SentMessage }
-  | { kind: "error"; error: unknown }
-  /** Never went out: the instance is closing, or it waited longer than `maxWaitMs` for a slot. */
-  | { kind: "released" }
-  /** Never went out: its campaign was cancelled or paused since the send was claimed. */
-  | { kind: "withdrawn" };
-
-export interface SendPipeline {
-  /** Resolves when Meta answered (or the send was released unsent); never rejects. */
-  send(item: QueuedSend): Promise<SendResult>;
-  /** Waits until the pipeline has room for one more send of this priority (backpressure on jobs). */
-  admit(priority: SendPriority): Promise<void>;
-  /** Tracks work that follows a send's answer (recording it) so that close() waits for it too. */
-  track(work: Promise<unknown>): void;
-  /**
-   * How long after it is handed over a send has surely ended here (answered,
-   * timed out or released): its settle job is due no earlier than this plus the
-   * unknown-outcome window.
-   */
-  readonly settleAfterMs: number;
-  /** Sends waiting for a slot plus sends in flight. */
-  size(): number;
-  /** Nothing waiting, in flight or being recorded. */
-  idle(): boolean;
-  inFlight(): number;
-  /** Releases the waiting sends, lets those in flight finish (and be recorded), at most `graceMs`. */
-  close(graceMs?: number): Promise<void>;
-}
 
 export interface PipelineOptions {
   graph: GraphClient;
@@ -277,3 +228,5 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
     },
   };
 }
+
+export type { QueuedSend, SendPipeline, SendPriority, SendResult } from "../ports.js";

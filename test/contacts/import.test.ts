@@ -246,6 +246,20 @@ describe("contact import", () => {
     expect(await contactsOf(accountId)).toEqual([]);
   });
 
+  it("stops at a CSV error deep in the file: the batches before it stay, counted", async () => {
+    const { user, accountId } = await signUpWithAccount(t.app);
+    let file = "phone,name\n";
+    for (let n = 0; n < 10_005; n++) file += `+35191${String(n).padStart(7, "0")},Customer ${n}\n`;
+    file += '+351919999999,"Broken"quote\n+351919999998,After\n';
+    const result = await importFile(user, file, { mapping: '{"phone":"phone","name":"name"}' });
+    expect(result).toMatchObject({ status: "failed", processed_rows: 10_000, created: 10_000, errors: 0 });
+    expect(result.failure).toMatch(/^row 10006: /);
+    const { rows } = await t.database.db.execute<{ n: number }>(
+      sql`select count(*)::int as n from contacts where account_id = ${accountId}`,
+    );
+    expect(rows[0]!.n).toBe(10_000);
+  });
+
   it("answers 404 for another account's import", async () => {
     const a = await signUpWithAccount(t.app);
     const b = await signUpWithAccount(t.app);

@@ -58,6 +58,7 @@ export const contactImportFiles = pgTable("contact_import_files", {
   importId: uuid("import_id")
     .primaryKey()
     .references(() => contactImports.id, { onDelete: "cascade" }),
+  // STORAGE EXTERNAL (migration 0020): uncompressed, so the job's substring reads fetch just their slice.
   data: bytea("data").notNull(),
 });
 

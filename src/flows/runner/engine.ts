@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, type SQL, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
 import { pausedColumns } from "../../bots/automation.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
@@ -8,6 +8,7 @@ import {
   conversations,
   flowNodes,
   flowRunEvents,
+  type flowRuns,
   type flows,
   profiles,
 } from "../../db/schema/index.js";
@@ -23,12 +24,14 @@ import { buildNodeMessage, replyChoices } from "./outbound.js";
 import { type ContactFacts, renderText } from "./rules.js";
 import { queueBotMessage, scheduleResume } from "./send.js";
 import {
+  onCommit,
   type RunEventType,
   RunGone,
   type RunPatch,
   type RunRow,
   type RunStatus,
   type RunWrites,
+  takesCommitHooks,
   writeRun,
 } from "./store.js";
 
@@ -41,7 +44,10 @@ import {
 /** Nodes one advance may enter; the 65th ends the run `failed` (reason step_limit). */
 export const MAX_STEPS_PER_ADVANCE = 64;
 
-export type RunnerDeps = Pick<AppDeps, "db" | "pool" | "cipher" | "graph" | "sends" | "now">;
+export type RunnerDeps = Pick<
+  AppDeps,
+  "db" | "pool" | "cipher" | "graph" | "sends" | "claimedSends" | "now" | "config" | "log"
+>;
 export type FlowRow = typeof flows.$inferSelect;
 
 export interface RunContext {
@@ -120,12 +126,22 @@ export async function loadNode(ctx: RunContext, nodeKey: string): Promise<Loaded
       .select({ nodeKey: flowNodes.nodeKey, nodeType: flowNodes.nodeType, config: flowNodes.config })
       .from(flowNodes)
       .where(eq(flowNodes.flowId, ctx.flow.id));
-    ctx.nodes = new Map(
-      rows.map((n) => [n.nodeKey, { nodeType: n.nodeType, config: isObject(n.config) ? n.config : {} }]),
-    );
+    ctx.nodes = nodeMap(rows);
   }
   return ctx.nodes.get(nodeKey) ?? null;
 }
+
+/** A flow's nodes as loadNode keeps them (from flow_nodes rows, or nodesJsonSql's JSON). */
+export const nodeMap = (rows: Array<{ nodeKey: string; nodeType: string; config: unknown }>) =>
+  new Map<string, LoadedNode>(
+    rows.map((n) => [n.nodeKey, { nodeType: n.nodeType, config: isObject(n.config) ? n.config : {} }]),
+  );
+
+/** A flow's nodes as JSON, read with the statement that reads its run (saves loadNode's statement). */
+export const nodesJsonSql = (flowId: SQL | typeof flowNodes.flowId | typeof flowRuns.flowId) => sql<
+  Array<{ nodeKey: string; nodeType: string; config: unknown }>
+>`(select coalesce(json_agg(json_build_object('nodeKey', n.node_key, 'nodeType', n.node_type, 'config', n.config)), '[]'::json)
+     from ${flowNodes} n where n.flow_id = ${flowId})`;
 
 /** Records one of the run's events (written with the run's changes, in order). */
 function event(
@@ -244,8 +260,9 @@ function nodeRuntime(ctx: RunContext, key: string, node: LoadedNode): NodeRuntim
 }
 
 /**
- * Queues a node's message: stored `pending`, sent by a job on the customer's
- * queue once this advance commits. The run waits for that send (its
+ * Queues a node's message: stored `pending`, handed to the send pipeline once
+ * this advance commits (or sent by a job on the customer's queue, outside a
+ * contact's transaction). The run waits for that send (its
  * awaiting_message_id); false when the run ended because nothing could be queued.
  */
 async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, config: Record<string, unknown>) {
@@ -279,18 +296,51 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     );
     return false;
   }
+  // In the contact's transaction (as every advance is, but for a savepoint's): the message is
+  // stored claimed, and handed to this instance's send pipeline once the advance commits; no send
+  // job goes through the queue. A crash before Meta answers leaves its settle job (section 10).
+  const inline = takesCommitHooks(ctx.db);
+  const readMessageId = ctx.replyTo ?? null;
+  const steps = ctx.steps;
   const queued = await queueBotMessage(ctx.db, {
     run: ctx.run,
     contact: ctx.contact,
     message,
-    steps: ctx.steps,
+    steps,
     now: ctx.deps.now(),
-    readMessageId: ctx.replyTo ?? null,
+    readMessageId,
     phoneNumberId: ctx.inbound?.phoneNumberId,
+    ...(inline ? { claimedSettleAt: ctx.deps.claimedSends.settleDueAt() } : {}),
   });
   if (!queued.ok) {
     failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
+  }
+  if (inline && queued.channel) {
+    const { channel, messageId } = queued;
+    const sent = message;
+    onCommit(ctx.db, () =>
+      ctx.deps.claimedSends.send(
+        { messageId, runId: ctx.run.id, steps, ...(readMessageId ? { readMessageId } : {}) },
+        {
+          accountId: ctx.run.accountId,
+          type: sent.outbound.type,
+          text: sent.text,
+          payload: sent.outbound,
+          contactId: ctx.contact.id,
+          phone: ctx.contact.phone,
+          waId: ctx.contact.waId,
+          // The run as the advance left it (committed): still waiting for this message, or ended.
+          runStatus: ctx.run.status,
+          awaiting: ctx.run.awaitingMessageId,
+          phoneNumberId: channel.phoneNumberId,
+          accessToken: channel.accessToken,
+          limit: channel.limit,
+          campaignId: null,
+          firstTry: true,
+        },
+      ),
+    );
   }
   ctx.replyTo = null;
   patchRun(ctx, { awaitingMessageId: queued.messageId, questionSentAt: null });

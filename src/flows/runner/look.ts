@@ -29,3 +29,36 @@ export const toRunnerLook = (row: RunnerLookRow): RunnerLook => ({
   runId: row.look_run_id,
   flows: row.look_flows,
 });
+
+/** A customer message as stored, for the flow runner. */
+export interface InboundMessageStored {
+  accountId: string;
+  contactId: string;
+  conversationId: string;
+  /** Internal message id (messages.id). */
+  messageId: string;
+  /** True when no other message of the customer came before it in the conversation. */
+  firstInbound: boolean;
+  /** The message's type and text, so the runner can tell cheaply whether a flow wants it. */
+  messageType: string;
+  text: string | null;
+  /** The number it was sent to, and the conversation's window start as storing it left it (when known). */
+  phoneNumberId?: string;
+  customerMessageAt?: Date | null;
+  /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
+  look?: RunnerLook;
+  /**
+   * The account's consent keywords, read while storing (null: the account kept the defaults), so
+   * that applyConsentKeyword needs no statement of its own.
+   */
+  consent?: ConsentSettings | null;
+  /** False when storing found no campaign message in the conversation: no recipient to mark replied. */
+  campaignThread?: boolean;
+}
+
+/** What applyConsentKeyword reads of the account's settings. */
+export interface ConsentSettings {
+  optOutKeywords: string[];
+  optInKeywords: string[];
+  optOutReply: string | null;
+}

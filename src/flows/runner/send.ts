@@ -1,16 +1,18 @@
 import { and, eq } from "drizzle-orm";
-import { isBsuid } from "../../contacts/identity.js";
 import type { DbOrTx } from "../../db/client.js";
 import { messagingConfigs } from "../../db/schema/index.js";
-import { insertPendingMessage } from "../../inbox/send.js";
-import { addJob } from "../../jobs/queue.js";
-import { customerQueue } from "../../messaging/webhook-payload.js";
-import { SEND_BOT_MESSAGE_TASK } from "../../sending/names.js";
+import { type ClaimChannel, insertPendingMessage } from "../../inbox/send.js";
+import { addJob } from "../../queue/add.js";
+import { customerQueue } from "../../queue/names.js";
+import { SEND_BOT_MESSAGE_TASK, SETTLE_SEND_TASK } from "../../queue/tasks.js";
+import { isBsuid } from "../../upstream/graph.js";
 import type { BuiltMessage } from "./outbound.js";
 import type { RunRow } from "./store.js";
 
 export { SEND_BOT_MESSAGE_TASK };
 export const RESUME_WAIT_TASK = "resume-wait";
+/** A message's settle job key: this and its id. */
+export const SETTLE_KEY_PREFIX = "settle-send:";
 
 /** What a send job carries: the message, its run, and the steps its advance had taken. */
 export interface BotSendPayload {
@@ -23,7 +25,9 @@ export interface BotSendPayload {
   readMessageId?: string | null;
 }
 
-type Queued = { ok: true; messageId: string } | { ok: false; reason: string; message: string };
+type Queued =
+  | { ok: true; messageId: string; channel?: ClaimChannel }
+  | { ok: false; reason: string; message: string };
 
 /**
  * Stores a bot message `pending` and adds its send job, both in the advance's
@@ -41,6 +45,12 @@ export async function queueBotMessage(
     readMessageId: string | null;
     /** The channel's number, when the caller knows it already. */
     phoneNumberId?: string;
+    /**
+     * Store the message claimed for a send by this instance, handed to its send
+     * pipeline once the advance commits (see sending/outbound.ts, sendClaimed),
+     * with its settle job due then instead of a send job.
+     */
+    claimedSettleAt?: Date;
   },
 ): Promise<Queued> {
   const { run } = input;
@@ -76,14 +86,26 @@ export async function queueBotMessage(
     text: input.message.text,
     outbound: input.message.outbound,
     now: input.now,
-    sendJob: {
-      task: SEND_BOT_MESSAGE_TASK,
-      payload,
-      queueName: customerQueue(config.phoneNumberId, input.contact.waId),
-      maxAttempts: 3,
-    },
+    ...(input.claimedSettleAt
+      ? {
+          claim: {
+            task: SETTLE_SEND_TASK,
+            payload,
+            runAt: input.claimedSettleAt,
+            jobKeyPrefix: SETTLE_KEY_PREFIX,
+            maxAttempts: 5,
+          },
+        }
+      : {
+          sendJob: {
+            task: SEND_BOT_MESSAGE_TASK,
+            payload,
+            queueName: customerQueue(config.phoneNumberId, input.contact.waId),
+            maxAttempts: 3,
+          },
+        }),
   });
-  return { ok: true, messageId: row.id };
+  return { ok: true, messageId: row.id, channel: row.channel };
 }
 
 /** Schedules the end of a `wait` node: once, on whichever instance is free then. */

@@ -176,7 +176,7 @@ export const lockRunSql = (where: SQL) => sql`
   for no key update of r`;
 
 /** The filter that key-share locks the run's flow row before the run's own row is locked. */
-const flowLockedFirst = (flowId: SQL | typeof flowRuns.flowId) =>
+export const flowLockedFirst = (flowId: SQL | typeof flowRuns.flowId) =>
   sql`exists (select 1 from ${flows} f where f.id = ${flowId} for key share)`;
 
 /** The run, if still active, locked as lockRunSql locks it. */
@@ -212,7 +212,8 @@ const lockingDbs = new WeakMap<pg.Pool, NodePgDatabase<typeof schema>>();
  * transaction-level advisory lock. All advances of one contact (across
  * instances too) take turns; the lock ends with the transaction, whether it
  * commits, rolls back or its connection dies with the process: an advance is
- * all written or not at all (its sends are jobs added in that transaction).
+ * all written or not at all (its sends are stored with their jobs in that transaction; hooks
+ * registered with onCommit run once it committed).
  */
 export async function withContactLock<T>(
   pool: pg.Pool,
@@ -225,8 +226,31 @@ export async function withContactLock<T>(
     lockingDbs.set(pool, db);
   }
   const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
-  return db.transaction(async (tx) => {
+  const hooks: Array<() => Promise<void>> = [];
+  const result = await db.transaction(async (tx) => {
+    commitHooks.set(tx, hooks);
     await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
     return work(tx);
   });
+  // Committed: what waited for it runs now (each hook handles its own errors).
+  for (const hook of hooks) await hook();
+  return result;
 }
+
+/** The after-commit work of each withContactLock transaction. */
+const commitHooks = new WeakMap<object, Array<() => Promise<void>>>();
+
+/**
+ * Runs `hook` once the contact's transaction `db` has committed (never if it
+ * rolls back); false when `db` is no withContactLock transaction, and then
+ * nothing is registered.
+ */
+export function onCommit(db: DbOrTx, hook: () => Promise<void>): boolean {
+  const hooks = commitHooks.get(db);
+  if (!hooks) return false;
+  hooks.push(hook);
+  return true;
+}
+
+/** Whether onCommit(db, ...) would take a hook. */
+export const takesCommitHooks = (db: DbOrTx) => commitHooks.has(db);

@@ -1,7 +1,7 @@
 import type { Task } from "../types.js";
 
 /** Deletes an erased contact's media files (local or S3); deleting a missing file is no error, so a rerun is safe. */
-export const eraseMedia: Task = async (payload, deps) => {
+export const eraseMedia: Task<"erase-media"> = async (payload, deps) => {
   const keys = payload.keys;
   if (!Array.isArray(keys) || !keys.every((k) => typeof k === "string"))
     throw new Error("erase-media needs keys");

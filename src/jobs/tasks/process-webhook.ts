@@ -1,9 +1,9 @@
 import { applyCampaignWebhook, pauseCampaignsForTemplates } from "../../campaigns/webhook.js";
-import { applyConsentKeyword } from "../../contacts/consent.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { offerInboundMessage } from "../../flows/runner/dispatch.js";
+import { applyConsentKeyword } from "../../inbound/consent.js";
+import { applyTemplateUpdates, storeChange } from "../../inbound/webhook-store.js";
 import { readWebhookBatch } from "../../messaging/webhook-payload.js";
-import { applyTemplateUpdates, storeChange } from "../../messaging/webhook-store.js";
 import type { Task } from "../types.js";
 
 /**
@@ -14,7 +14,7 @@ import type { Task } from "../types.js";
  * cannot be stored makes the job fail after the others are done, and it runs
  * again later (the stored ones are found, not stored twice).
  */
-export const processWebhook: Task = async (payload, deps) => {
+export const processWebhook: Task<"process-webhook"> = async (payload, deps) => {
   const { db, log } = deps;
   const batch = readWebhookBatch(payload.delivery);
   for (const problem of batch.problems) log.warn({ problem }, "webhook part skipped");

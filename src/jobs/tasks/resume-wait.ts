@@ -6,7 +6,7 @@ import { lockActiveRun, withContactLock } from "../../flows/runner/store.js";
 import type { Task } from "../types.js";
 
 /** The end of a `wait` node: the run walks on, once, on whichever instance takes the job. */
-export const resumeWait: Task = async (payload, deps) => {
+export const resumeWait: Task<"resume-wait"> = async (payload, deps) => {
   const runId = String(payload.runId);
   const nodeKey = String(payload.nodeKey);
   const [run] = await deps.db.select().from(flowRuns).where(eq(flowRuns.id, runId));

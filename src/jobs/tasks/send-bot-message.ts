@@ -1,4 +1,4 @@
-import { abandonUnsentSend, type SendPayload, settleSend, startSend } from "../../sending/outbound.js";
+import { abandonUnsentSend, settleSend, startSend } from "../../sending/outbound.js";
 import type { Task } from "../types.js";
 
 export { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../sending/outbound.js";
@@ -9,8 +9,7 @@ export { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../sendin
  * pipeline. The job ends before Meta answers; the answer is recorded when it
  * comes, and the message's settle job resolves whatever interrupts that.
  */
-export const sendBotMessage: Task = async (raw, deps, job) => {
-  const payload = raw as unknown as SendPayload;
+export const sendBotMessage: Task<"send-bot-message" | "send-message"> = async (payload, deps, job) => {
   // Tracked: a shutdown waits for a send being claimed, so that it is handed back, not left claimed.
   const work = startSend(deps, payload);
   deps.sends.track(work);
@@ -29,8 +28,8 @@ export const sendBotMessage: Task = async (raw, deps, job) => {
 };
 
 /** Resolves a send that was interrupted, handed back or named by a status webhook (see sending/outbound.ts). */
-export const settleSendTask: Task = async (raw, deps) => {
-  const work = settleSend(deps, raw as unknown as SendPayload);
+export const settleSendTask: Task<"settle-send"> = async (payload, deps) => {
+  const work = settleSend(deps, payload);
   deps.sends.track(work);
   await work;
 };

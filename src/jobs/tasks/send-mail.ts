@@ -7,7 +7,7 @@ import type { Task } from "../types.js";
  * server's acceptance and the job's completion sends the mail once more (at
  * least once, never lost).
  */
-export const sendMail: Task = async (payload, deps, job) => {
+export const sendMail: Task<"send-mail"> = async (payload, deps, job) => {
   const mail = openMail(deps.cipher, payload);
   await deps.mailer.send(mail);
   deps.log.info({ mail: { kind: mail.kind, job: job.id, attempt: job.attempt } }, "mail handed over");

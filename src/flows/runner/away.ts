@@ -1,10 +1,10 @@
 import { and, eq, gt, sql } from "drizzle-orm";
-import type { DbOrTx } from "../db/client.js";
-import { contacts, conversations, messages } from "../db/schema/index.js";
-import type { AppDeps } from "../deps.js";
-import { ApiError } from "../http/errors.js";
-import { sendAgentText } from "../inbox/send.js";
-import { getBusinessHours, isOpenAt, wasOpenBetween } from "./hours.js";
+import { getBusinessHours, isOpenAt, wasOpenBetween } from "../../bots/hours.js";
+import type { DbOrTx } from "../../db/client.js";
+import { contacts, conversations, messages } from "../../db/schema/index.js";
+import type { AppDeps } from "../../deps.js";
+import { ApiError } from "../../http/errors.js";
+import { sendAgentText } from "../../inbox/send.js";
 
 /** No away message within this long after an agent's message: a person is there. */
 export const AWAY_QUIET_AFTER_AGENT_MS = 5 * 60_000;

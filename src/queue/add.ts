@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
+import type { TaskName, TaskPayload } from "./tasks.js";
 
 /**
  * Enqueueing background work. A job is a row in graphile-worker's tables on our
@@ -13,8 +14,11 @@ export interface JobOptions {
   queueName?: string;
   /** Not before this moment (default: at once). */
   runAt?: Date;
-  /** A job with the same key that has not started yet is replaced (its payload and run_at). */
-  jobKey?: string;
+  /**
+   * A job with the same key that has not started yet is replaced (its payload and run_at). An SQL
+   * expression for jobs added by a statement (addJobSql only).
+   */
+  jobKey?: string | SQL;
   /** How often graphile-worker tries a job that throws (default 25, with exponential backoff). */
   maxAttempts?: number;
   /** Lower runs first (default 0). */
@@ -24,10 +28,11 @@ export interface JobOptions {
 /**
  * The call that adds a job, as an expression that can also stand inside a
  * bigger statement (the job then exists exactly when that statement's rows
- * do); `payload` is a SQL expression of type json.
+ * do); `payload` is a SQL expression of type json (of `task`'s payload type:
+ * see src/queue/tasks.ts).
  */
 export const addJobSql = (
-  task: string,
+  task: TaskName,
   payload: SQL,
   options: JobOptions = {},
 ) => sql`graphile_worker.add_job(
@@ -36,15 +41,15 @@ export const addJobSql = (
     queue_name := ${options.queueName ?? null}::text,
     run_at := ${options.runAt?.toISOString() ?? null}::timestamptz,
     max_attempts := ${options.maxAttempts ?? null}::integer,
-    job_key := ${options.jobKey ?? null}::text,
+    job_key := (${options.jobKey ?? null})::text,
     priority := ${options.priority ?? null}::integer
   )`;
 
 /** Adds a job on the given connection or transaction. */
-export async function addJob(
+export async function addJob<N extends TaskName>(
   db: DbOrTx,
-  task: string,
-  payload: Record<string, unknown>,
+  task: N,
+  payload: TaskPayload<N>,
   options: JobOptions = {},
 ): Promise<void> {
   await db.execute(sql`select ${addJobSql(task, sql`${JSON.stringify(payload)}::json`, options)}`);
@@ -53,7 +58,7 @@ export async function addJob(
 /** Adds jobs like addJob, but many requests' jobs share one insert and one commit. */
 export interface JobBatcher {
   /** Resolves once the job is committed (with the others of its batch); rejects if the batch failed. */
-  add(task: string, payload: Record<string, unknown>, options?: JobOptions): Promise<void>;
+  add<N extends TaskName>(task: N, payload: TaskPayload<N>, options?: JobOptions): Promise<void>;
 }
 
 /** PostgreSQL's deadlock_detected. */

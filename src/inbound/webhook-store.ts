@@ -1,48 +1,28 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
-import { isBsuid } from "../contacts/identity.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
 import {
-  type RunnerLook,
+  type ConsentSettings,
+  type InboundMessageStored,
   type RunnerLookRow,
   runnerLookColumns,
   toRunnerLook,
 } from "../flows/runner/look.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
-import { addJob } from "../jobs/queue.js";
-import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS } from "../media/download.js";
-import { SETTLE_SEND_TASK } from "../sending/names.js";
-import { applyTemplateStatus } from "../templates/service.js";
-import { toUpstreamPhone } from "../upstream/graph.js";
-import { STATUS_PREDECESSORS } from "./message-status.js";
+import { STATUS_PREDECESSORS } from "../messaging/message-status.js";
 import type {
   InboundMessage,
   InboundReaction,
   StatusUpdate,
   TemplateStatusChange,
   WebhookChange,
-} from "./webhook-payload.js";
-
-/** A customer message as stored, for the flow runner. */
-export interface InboundMessageStored {
-  accountId: string;
-  contactId: string;
-  conversationId: string;
-  /** Internal message id (messages.id). */
-  messageId: string;
-  /** True when no other message of the customer came before it in the conversation. */
-  firstInbound: boolean;
-  /** The message's type and text, so the runner can tell cheaply whether a flow wants it. */
-  messageType: string;
-  text: string | null;
-  /** The number it was sent to, and the conversation's window start as storing it left it (when known). */
-  phoneNumberId?: string;
-  customerMessageAt?: Date | null;
-  /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
-  look?: RunnerLook;
-}
+} from "../messaging/webhook-payload.js";
+import { addJob } from "../queue/add.js";
+import { DOWNLOAD_MEDIA_TASK, MEDIA_DOWNLOAD_ATTEMPTS, SETTLE_SEND_TASK } from "../queue/tasks.js";
+import { applyTemplateStatus } from "../templates/service.js";
+import { isBsuid, toUpstreamPhone } from "../upstream/graph.js";
 
 export interface StoredChange {
   /** No account has the change's phone number: nothing was stored. */
@@ -171,6 +151,8 @@ async function storeMessage(
       customer_message_at: Date | string | null;
       message_id: string | null;
       inserted: boolean;
+      consent: ConsentSettings | null;
+      campaign_thread: boolean;
     } & RunnerLookRow
   >(
     prepared(sql`
@@ -214,7 +196,12 @@ async function storeMessage(
                     (select id from ${messages} where account_id = ${accountId}
                        and message_id = ${message.upstreamId})) as message_id,
            exists (select 1 from message) as inserted,
-           ${runnerLookColumns(accountId, sql`(select id from contact)`)}
+           ${runnerLookColumns(accountId, sql`(select id from contact)`)},
+           (select json_build_object('optOutKeywords', s.opt_out_keywords, 'optInKeywords', s.opt_in_keywords,
+                                     'optOutReply', s.opt_out_reply)
+              from account_settings s where s.account_id = ${accountId}) as consent,
+           exists (select 1 from ${messages} m where m.conversation_id = conversation.id
+                      and m.campaign_id is not null) as campaign_thread
     from conversation`),
   );
   const row = rows[0];
@@ -231,6 +218,8 @@ async function storeMessage(
     phoneNumberId: change.phoneNumberId,
     customerMessageAt: row.customer_message_at === null ? null : new Date(row.customer_message_at),
     look: toRunnerLook(row),
+    consent: row.consent ?? null,
+    campaignThread: row.campaign_thread,
     inserted: row.inserted,
   };
 }
@@ -403,3 +392,5 @@ async function withDeadlockRetry<T>(run: () => Promise<T>): Promise<T> {
     }
   }
 }
+
+export type { InboundMessageStored };

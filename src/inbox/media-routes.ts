@@ -9,12 +9,7 @@ import { ApiError, notFound } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { isStorable, UNSTORABLE_MESSAGE } from "../http/input.js";
 import { docs } from "../http/openapi.js";
-import { findConversation } from "../inbox/conversations.js";
-import { sendAgentText } from "../inbox/send.js";
-import { requireOpenWindow } from "../inbox/window.js";
-import { channelFor } from "../messaging/channel.js";
-import { GraphApiError, type OutboundMessage } from "../upstream/graph.js";
-import { mediaKey, mediaUrl } from "./download.js";
+import { mediaKey, mediaUrl } from "../media/download.js";
 import {
   attachmentDisposition,
   bareMimeType,
@@ -26,7 +21,12 @@ import {
   mediaKindOf,
   SENDABLE_TYPES,
   servableType,
-} from "./kinds.js";
+} from "../media/kinds.js";
+import { channelFor } from "../messaging/channel.js";
+import { GraphApiError, type OutboundMessage } from "../upstream/graph.js";
+import { findConversation } from "./conversations.js";
+import { sendAgentText } from "./send.js";
+import { requireOpenWindow } from "./window.js";
 
 const TAGS = ["media"];
 const idParams = z.object({ id: z.string() });

@@ -5,13 +5,13 @@
  * the account's `opt_out_reply` while the customer's 24-hour window is open.
  */
 import { eq } from "drizzle-orm";
+import { setOptedOut } from "../contacts/contacts.js";
 import { contacts } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { sendAgentText } from "../inbox/send.js";
 import { isWindowOpen } from "../inbox/window.js";
-import type { InboundMessageStored } from "../messaging/webhook-store.js";
-import { getSettings, matchesKeyword } from "../settings/settings.js";
-import { setOptedOut } from "./contacts.js";
+import { DEFAULT_SETTINGS, getSettings, matchesKeyword } from "../settings/settings.js";
+import type { InboundMessageStored } from "./webhook-store.js";
 
 /**
  * Applies a consent keyword; true when the message was one (the caller then
@@ -26,7 +26,11 @@ export async function applyConsentKeyword(
   // A text, or the title of a tapped button (a campaign's quick-reply "STOP", say).
   if (!["text", "button", "interactive"].includes(message.messageType)) return false;
   if (!message.text || message.text.trim().length > 64) return false;
-  const settings = await getSettings(deps.db, message.accountId);
+  // Read while storing the message (webhook-store.ts), else now.
+  const settings =
+    message.consent !== undefined
+      ? (message.consent ?? DEFAULT_SETTINGS)
+      : await getSettings(deps.db, message.accountId);
   const optOut = matchesKeyword(message.text, settings.optOutKeywords);
   const optIn = !optOut && matchesKeyword(message.text, settings.optInKeywords);
   if (!optOut && !optIn) return false;
