@@ -303,8 +303,8 @@ async function longLists(page: Page, base: string, db: Database) {
       .then(() => true)
       .catch(() => false);
     const openSeconds = (performance.now() - opened) / 1000;
-    const threadGaps = await scrollFrames(page, "ol.messages", false);
-    const bubbles = await page.locator("ol.messages li.bubble-row").count();
+    const threadGaps = await scrollFrames(page, ".messages", false);
+    const bubbles = await page.locator(".message-rows li.bubble-row").count();
     const firstShown = await page.getByText("Thread message 1", { exact: true }).count();
     log(
       `thread of ${LONG.toLocaleString("en")} messages: newest ${newestShown ? `shown ${openSeconds.toFixed(1)} s after opening` : "NOT shown within 60 s"}, scrolled up to ${firstShown ? "its first message" : "NOT its first message"}: ${frameLine(threadGaps)}; ${bubbles} bubbles in the page; JS heap ${(await heapMb(page)).toFixed(1)} MB`,

@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useVirtualizer } from "@tanstack/react-virtual";
 import { Check, CheckCheck, CircleAlert, Clock } from "lucide-react";
-import { Fragment, useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link } from "wouter";
 
 import { contactLabel, dayKey, dayLabel, fullTime, shortTime } from "../../lib/format";
@@ -171,15 +172,24 @@ function Bubble(props: {
   myId: string | undefined;
   /** The name of the agent who sent an outbound message or wrote a note. */
   author?: string;
+  /** Its place in the virtual list: measured by `rowRef`, drawn at `start`. */
+  index: number;
+  start: number;
+  rowRef: (el: Element | null) => void;
 }) {
   const { m } = props;
+  const row = {
+    ref: props.rowRef,
+    "data-index": props.index,
+    style: { top: props.start },
+  };
   const [picking, setPicking] = useState(false);
   const [pickingMore, setPickingMore] = useState(false);
   const closeMore = useCallback(() => setPickingMore(false), []);
   const mine = m.reactions?.find((r) => r.actor_type === "agent" && r.actor_id === props.myId)?.emoji;
   if (m.type === "note" || m.direction === "internal") {
     return (
-      <li className="bubble-row note-row">
+      <li className="bubble-row note-row" {...row}>
         <div className="bubble note">
           <span className="note-label">Internal note{props.author ? ` · ${props.author}` : ""}</span>
           <p className="bubble-text">{m.text}</p>
@@ -192,7 +202,7 @@ function Bubble(props: {
   const grouped = new Map<string, number>();
   for (const r of m.reactions ?? []) grouped.set(r.emoji, (grouped.get(r.emoji) ?? 0) + 1);
   return (
-    <li className={`bubble-row ${outbound ? "out" : "in"}`} data-message-id={m.id}>
+    <li className={`bubble-row ${outbound ? "out" : "in"}`} data-message-id={m.id} {...row}>
       <div
         className={`bubble ${outbound ? "out" : "in"}${m.sender_type === "bot" ? " bot" : ""}${m.status === "failed" ? " failed" : ""}`}
       >
@@ -278,6 +288,151 @@ function Bubble(props: {
   );
 }
 
+type Row = { kind: "day"; key: string; label: string } | { kind: "message"; key: string; m: Message };
+
+/**
+ * The thread's rows: each message, and a day separator before the first message of each day. While
+ * older pages remain, the oldest loaded message has no separator above it (its day may go on in the
+ * older page), so the rows already shown never change when a page comes in above them.
+ */
+function threadRows(messages: Message[], complete: boolean): Row[] {
+  const rows: Row[] = [];
+  messages.forEach((m, i) => {
+    const previous = messages[i - 1];
+    if (previous ? dayKey(previous.created_at) !== dayKey(m.created_at) : complete)
+      rows.push({ kind: "day", key: `day:${m.id}`, label: dayLabel(m.created_at) });
+    rows.push({ kind: "message", key: m.id, m });
+  });
+  return rows;
+}
+
+/** How near the end counts as at the end (new messages then scroll into view). */
+const AT_END_PX = 48;
+
+/**
+ * The messages, virtualised: only the rows in view (and a few around) are in the page, however long
+ * the thread. Opened at the newest message; a new message scrolls into view while at the end; pages
+ * of older messages load as the top comes near and keep the first row in view where it was.
+ */
+function MessageList(props: {
+  messages: Message[];
+  hasOlder: boolean;
+  loadingOlder: boolean;
+  loadOlder: () => unknown;
+  myId: string | undefined;
+  memberNames: Map<string, string>;
+  onReact: (m: Message, emoji: string) => void;
+  /** Set when the agent sends: the next new message is scrolled to even from above. */
+  follow: { current: boolean };
+}) {
+  const { messages, hasOlder, loadingOlder, loadOlder, follow } = props;
+  const rows = useMemo(() => threadRows(messages, !hasOlder), [messages, hasOlder]);
+  const scroller = useRef<HTMLDivElement>(null);
+  const virtualizer = useVirtualizer({
+    count: rows.length,
+    getScrollElement: () => scroller.current,
+    estimateSize: (i) => (rows[i]?.kind === "day" ? 44 : 64),
+    getItemKey: (i) => rows[i]?.key ?? i,
+    overscan: 8,
+    paddingStart: 16,
+    paddingEnd: 16,
+    // Rows put above keep what is in view; rows added below are followed while at the end.
+    anchorTo: "end",
+    followOnAppend: true,
+    scrollEndThreshold: AT_END_PX,
+  });
+  const pinned = useRef(true);
+  const opened = useRef(false);
+  const newestId = messages.at(-1)?.id;
+  useLayoutEffect(() => {
+    if (!newestId) return;
+    if (!opened.current || follow.current) {
+      opened.current = true;
+      follow.current = false;
+      pinned.current = true;
+      virtualizer.scrollToEnd();
+    }
+  }, [newestId, follow, virtualizer]);
+  // At the end, the thread stays there when its box shrinks (the header or composer growing).
+  useEffect(() => {
+    const el = scroller.current;
+    if (!el) return;
+    const observer = new ResizeObserver(() => {
+      if (pinned.current) virtualizer.scrollToEnd();
+    });
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [virtualizer]);
+  const loadIfNearTop = () => {
+    const el = scroller.current;
+    if (!el || !opened.current || !hasOlder || loadingOlder) return;
+    if (el.scrollTop < Math.max(1500, el.clientHeight * 2)) void loadOlder();
+  };
+  const onScroll = () => {
+    const el = scroller.current;
+    if (!el) return;
+    pinned.current = el.scrollHeight - el.clientHeight - el.scrollTop < AT_END_PX;
+    loadIfNearTop();
+  };
+  // A page that came in short of filling the space above: the next one.
+  const wasLoading = useRef(false);
+  useEffect(() => {
+    if (wasLoading.current && !loadingOlder) loadIfNearTop();
+    wasLoading.current = loadingOlder;
+  });
+  // New messages are announced; rows scrolled into the page are not.
+  const firstNewest = useRef(newestId);
+  const newest = messages.at(-1);
+  const announcement =
+    newest && newest.id !== firstNewest.current
+      ? `${newest.direction === "inbound" ? "New message" : "Sent"}: ${newest.text ?? newest.type}`
+      : "";
+
+  return (
+    <div className="messages" ref={scroller} onScroll={onScroll}>
+      {loadingOlder ? (
+        <p className="older-loading" role="status">
+          <span>Loading older messages…</span>
+        </p>
+      ) : null}
+      <p className="sr-only" aria-live="polite">
+        {announcement}
+      </p>
+      <ol className="message-rows" aria-label="Messages" style={{ height: virtualizer.getTotalSize() }}>
+        {virtualizer.getVirtualItems().map((item) => {
+          const row = rows[item.index];
+          if (!row) return null;
+          if (row.kind === "day")
+            return (
+              <li
+                key={row.key}
+                ref={virtualizer.measureElement}
+                data-index={item.index}
+                className="day-separator"
+                style={{ top: item.start }}
+              >
+                <span>{row.label}</span>
+              </li>
+            );
+          const m = row.m;
+          return (
+            <Bubble
+              key={row.key}
+              m={m}
+              myId={props.myId}
+              author={m.sender_user_id ? props.memberNames.get(m.sender_user_id) : undefined}
+              onReact={props.onReact}
+              index={item.index}
+              start={item.start}
+              rowRef={virtualizer.measureElement}
+            />
+          );
+        })}
+      </ol>
+    </div>
+  );
+}
+
 export function Thread(props: { conversationId: string }) {
   const client = useQueryClient();
   const me = useMe();
@@ -289,42 +444,8 @@ export function Thread(props: { conversationId: string }) {
   const [showContact, setShowContact] = useState(false);
   // What opening the conversation already tried to mark read: a failure is not retried in a loop.
   const autoRead = useRef("");
-  const listRef = useRef<HTMLOListElement>(null);
-  const newestId = messages.data?.at(-1)?.id;
-  const oldestId = messages.data?.[0]?.id;
-  // A new latest message scrolls to the bottom; older ones put above keep what is in view.
-  const shown = useRef<{ newest?: string; oldest?: string; height: number }>({ height: 0 });
-  useLayoutEffect(() => {
-    const el = listRef.current;
-    if (!el || !newestId) return;
-    const before = shown.current;
-    if (newestId !== before.newest) {
-      el.scrollTop = el.scrollHeight;
-      pinned.current = true;
-    } else if (oldestId !== before.oldest) el.scrollTop += el.scrollHeight - before.height;
-    shown.current = { newest: newestId, oldest: oldestId, height: el.scrollHeight };
-  }, [newestId, oldestId]);
-  // At the bottom, the thread stays there when its box shrinks (the header or composer growing).
-  const pinned = useRef(true);
-  const hasList = Boolean(messages.data);
-  useEffect(() => {
-    const el = listRef.current;
-    if (!el || !hasList) return;
-    const observer = new ResizeObserver(() => {
-      if (pinned.current) el.scrollTop = el.scrollHeight;
-    });
-    observer.observe(el);
-    return () => observer.disconnect();
-  }, [hasList]);
+  const follow = useRef(false);
   const { hasOlder, loadingOlder, loadOlder } = messages;
-  const onScroll = () => {
-    const el = listRef.current;
-    if (!el) return;
-    pinned.current = el.scrollHeight - el.clientHeight - el.scrollTop < 40;
-    if (el.scrollTop > 300 || !hasOlder || loadingOlder) return;
-    shown.current.height = el.scrollHeight;
-    void loadOlder();
-  };
 
   const refresh = () => {
     void client.invalidateQueries({ queryKey: inboxKeys.messages(props.conversationId) });
@@ -452,34 +573,25 @@ export function Thread(props: { conversationId: string }) {
         {messages.isPending ? (
           <Spinner />
         ) : (
-          <ol className="messages" ref={listRef} aria-label="Messages" aria-live="polite" onScroll={onScroll}>
-            {loadingOlder ? (
-              <li className="day-separator" role="status">
-                <span>Loading older messages…</span>
-              </li>
-            ) : null}
-            {messages.data?.map((m, i, all) => {
-              const previous = all[i - 1];
-              const newDay = !previous || dayKey(previous.created_at) !== dayKey(m.created_at);
-              return (
-                <Fragment key={m.id}>
-                  {newDay ? (
-                    <li className="day-separator">
-                      <span>{dayLabel(m.created_at)}</span>
-                    </li>
-                  ) : null}
-                  <Bubble
-                    m={m}
-                    myId={me.data?.user.id}
-                    author={m.sender_user_id ? memberNames.get(m.sender_user_id) : undefined}
-                    onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
-                  />
-                </Fragment>
-              );
-            })}
-          </ol>
+          <MessageList
+            messages={messages.data ?? []}
+            hasOlder={hasOlder}
+            loadingOlder={loadingOlder}
+            loadOlder={loadOlder}
+            myId={me.data?.user.id}
+            memberNames={memberNames}
+            onReact={(msg, emoji) => react.mutate({ m: msg, emoji })}
+            follow={follow}
+          />
         )}
-        <Composer conversationId={props.conversationId} windowOpen={windowOpen} onSent={refresh} />
+        <Composer
+          conversationId={props.conversationId}
+          windowOpen={windowOpen}
+          onSent={() => {
+            follow.current = true;
+            refresh();
+          }}
+        />
       </section>
       {conversation ? (
         <ContactPanel
