@@ -7,15 +7,15 @@ import { defineConfig } from "vitest/config";
  * other test files competing for the same two cores and the same database connections.
  */
 const PROCESS_TESTS = [
-  "test/access/log-lines.test.ts",
+  "test/logging/log-lines.test.ts",
   "test/campaigns/crash.test.ts",
   "test/campaigns/sandbox-statuses.test.ts",
   "test/foundation/child-env.test.ts",
-  "test/foundation/data-dir-lock.test.ts",
+  "test/db/data-dir-lock.test.ts",
   "test/foundation/process.test.ts",
   "test/foundation/startup.test.ts",
   "test/jobs/crash.test.ts",
-  "test/sandbox/control-routes.test.ts",
+  "test/upstream/sandbox/control-routes.test.ts",
   "test/sending/processes.test.ts",
 ];
 
@@ -26,7 +26,7 @@ const PROCESS_TESTS = [
  * the database belongs in `service`: inject() has no database to give here.
  */
 const UNIT_TESTS = [
-  "test/access/config.test.ts",
+  "test/auth/config.test.ts",
   "test/campaigns/parameters.test.ts",
   "test/console/api-paths.test.ts",
   "test/console/sse.test.ts",
@@ -39,12 +39,12 @@ const UNIT_TESTS = [
   "test/foundation/config.test.ts",
   "test/foundation/engines.test.ts",
   "test/media/store.test.ts",
-  "test/reactions/emoji.test.ts",
-  "test/runner/rules.test.ts",
-  "test/sandbox/graph-client.test.ts",
-  "test/sandbox/webhook-payloads.test.ts",
+  "test/messaging/reactions/emoji.test.ts",
+  "test/flows/runner/rules.test.ts",
+  "test/upstream/sandbox/graph-client.test.ts",
+  "test/upstream/sandbox/webhook-payloads.test.ts",
   "test/templates/placeholders.test.ts",
-  "test/webhook/payload.test.ts",
+  "test/messaging/webhook/payload.test.ts",
 ];
 
 /** One PostgreSQL for the run, migrations applied once to a template database each file clones. */

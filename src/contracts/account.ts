@@ -150,6 +150,10 @@ export const configHealth = z
     config: MessagingConfig.optional(),
   })
   .meta({ id: "MessagingConfigHealth" });
+/** The health check's unexpected failure (spec: 500 `{ connected: false, reason: 'unknown', message }`). */
+export const configHealthFailure = z
+  .object({ connected: z.literal(false), reason: z.literal("unknown"), message: z.string() })
+  .meta({ id: "MessagingConfigHealthFailure" });
 export const configSaved = z
   .object({
     success: z.boolean(),

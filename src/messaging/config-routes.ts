@@ -7,7 +7,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { requireAccount } from "../auth/session.js";
-import { configHealth, configSaved } from "../contracts/account.js";
+import { configHealth, configHealthFailure, configSaved } from "../contracts/account.js";
 import { successAnswer, UPSTREAM_ID_PATTERN } from "../contracts/common.js";
 import type { AppDeps } from "../deps.js";
 import { tryParseJson } from "../http/body.js";
@@ -81,7 +81,7 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
       responses: {
         200: { description: "Health outcome", body: configHealth },
         401: "Not authenticated",
-        500: "Unexpected error (reason unknown)",
+        500: { description: "Unexpected error (reason unknown)", body: configHealthFailure },
       },
     }),
     async (request, reply) => {

@@ -2,8 +2,6 @@ import { and, eq, ne } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversations } from "../../src/db/schema/index.js";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
-import { uniqueDigits } from "../helpers/fixtures.js";
-import { addMember, createTestApp, type TestApp, type TestUser } from "../helpers/harness.js";
 import {
   APP_SECRET,
   activeFlow,
@@ -13,7 +11,9 @@ import {
   customer,
   runFor,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
+import { uniqueDigits } from "../helpers/fixtures.js";
+import { addMember, createTestApp, type TestApp, type TestUser } from "../helpers/harness.js";
 
 let w: World;
 let ana: TestUser;

@@ -1,7 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { accountEvents } from "../../src/db/schema/index.js";
-import { addMember } from "../helpers/harness.js";
 import {
   activeFlow,
   type Customer,
@@ -12,7 +11,8 @@ import {
   runsOf,
   sentMessages,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
+import { addMember } from "../helpers/harness.js";
 
 let w: World;
 let helpFlow: string;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addMember } from "../helpers/harness.js";
 import {
   activeFlow,
   type Customer,
@@ -8,7 +7,8 @@ import {
   customer,
   sentMessages,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
+import { addMember } from "../helpers/harness.js";
 
 // Berlin leaves summer time on Sunday 2026-10-25 (03:00 CEST -> 02:00 CET).
 const FRIDAY_0930_CEST = "2026-10-23T07:30:00Z";

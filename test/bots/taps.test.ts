@@ -12,7 +12,7 @@ import {
   runFor,
   sentMessages,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
 
 let w: World;
 beforeAll(async () => {

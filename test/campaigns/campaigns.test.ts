@@ -11,7 +11,7 @@ import {
   startSandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
-import { postWebhook } from "../webhook/meta.js";
+import { postWebhook } from "../messaging/webhook/meta.js";
 import { addContacts, CAMPAIGN_TEMPLATES, type Json } from "./helpers.js";
 
 let s: SandboxedApp;

@@ -7,7 +7,7 @@ import {
   postWebhook,
   sentMessages,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
 
 let w: World;
 beforeAll(async () => {

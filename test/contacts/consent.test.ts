@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { activeFlow, createWorld, customer, type Json, sentMessages, type World } from "../runner/helpers.js";
+import {
+  activeFlow,
+  createWorld,
+  customer,
+  type Json,
+  sentMessages,
+  type World,
+} from "../flows/runner/helpers.js";
 
 let w: World;
 beforeAll(async () => {

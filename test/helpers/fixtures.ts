@@ -2,13 +2,13 @@
  * The common setup of the integration tests as vitest fixtures (`test.extend`): a test names
  * what it needs in its context and gets it ready, and cleaned up after.
  *
- *   import { appTest as it } from "../helpers/fixtures.js";
+ *   import { appTest as it } from "./fixtures.js";
  *   it("…", async ({ t, owner }) => { … t.app.inject({ headers: owner.user.headers }) … });
  *
  * - `t`: the app on its own database (createTestApp), one per test file.
  * - `owner`: a new user who owns a new account (signUpWithAccount on `t`), one per test.
  *
- *   import { sandboxTest as it } from "../helpers/fixtures.js";
+ *   import { sandboxTest as it } from "./fixtures.js";
  *   it("…", async ({ s, biz, customer }) => { … });
  *
  * - `s`: the app listening on loopback with a Graph API sandbox upstream (startSandboxedApp), one

@@ -1,8 +1,6 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contacts, conversations, messages } from "../../src/db/schema/index.js";
-import { insertContact, insertMessage } from "../helpers/fixtures.js";
-import { addMember, signUp, signUpWithAccount, type TestUser } from "../helpers/harness.js";
 import {
   activeFlow,
   activeTemplate,
@@ -13,7 +11,9 @@ import {
   type Json,
   sentMessages,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
+import { insertContact, insertMessage } from "../helpers/fixtures.js";
+import { addMember, signUp, signUpWithAccount, type TestUser } from "../helpers/harness.js";
 
 let w: World;
 beforeAll(async () => {

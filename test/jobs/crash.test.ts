@@ -1,10 +1,10 @@
 import { randomInt } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+import { APP_SECRET, activeFlow, createWorld, type World } from "../flows/runner/helpers.js";
 import { uniqueDigits } from "../helpers/fixtures.js";
 import { metaStatuses } from "../helpers/meta-statuses.js";
 import { type ServiceProcess, startService } from "../helpers/service.js";
-import { APP_SECRET, activeFlow, createWorld, type World } from "../runner/helpers.js";
 
 /**
  * Crash safety with real processes: the service is killed with SIGKILL at

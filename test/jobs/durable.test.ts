@@ -6,8 +6,6 @@ import { flowRuns } from "../../src/db/schema/index.js";
 import { classifySendError, MAX_SEND_ATTEMPTS, retryDelayMs } from "../../src/jobs/tasks/send-bot-message.js";
 import { createGraphClient, GraphApiError } from "../../src/upstream/graph.js";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
-import { uniqueDigits } from "../helpers/fixtures.js";
-import { createTestApp } from "../helpers/harness.js";
 import {
   APP_SECRET,
   activeFlow,
@@ -19,7 +17,9 @@ import {
   runsOf,
   sentMessages,
   type World,
-} from "../runner/helpers.js";
+} from "../flows/runner/helpers.js";
+import { uniqueDigits } from "../helpers/fixtures.js";
+import { createTestApp } from "../helpers/harness.js";
 
 let w: World;
 beforeAll(async () => {

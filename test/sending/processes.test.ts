@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+import { APP_SECRET, activeFlow, createWorld, type World } from "../flows/runner/helpers.js";
 import { uniqueDigits } from "../helpers/fixtures.js";
 import { metaStatuses } from "../helpers/meta-statuses.js";
 import { type ServiceProcess, startService } from "../helpers/service.js";
-import { APP_SECRET, activeFlow, createWorld, type World } from "../runner/helpers.js";
 
 /**
  * The send pipeline with real processes: kill -9 with hundreds of sends in

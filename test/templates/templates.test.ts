@@ -11,7 +11,7 @@ import {
   type SandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
-import { postWebhook } from "../webhook/meta.js";
+import { postWebhook } from "../messaging/webhook/meta.js";
 
 const api = (
   s: SandboxedApp,

@@ -930,6 +930,13 @@ export interface components {
       /** @enum {string} */
       reason?: "no_account" | "db_error" | "no_config" | "token_corrupted" | "meta_api_error" | "internal_error";
     };
+    MessagingConfigHealthFailure: {
+      /** @constant */
+      connected: false;
+      message: string;
+      /** @constant */
+      reason: "unknown";
+    };
     MessagingConfigSaved: {
       /** @description Meta's answer about the phone number */
       phone_info: {
@@ -7142,11 +7149,7 @@ export interface operations {
       /** @description Unexpected error (reason unknown) */
       500: {
         content: {
-          "application/json": {
-            /** @description What went wrong, for a human */
-            error: string;
-            [key: string]: unknown;
-          };
+          "application/json": components["schemas"]["MessagingConfigHealthFailure"];
         };
       };
     };
