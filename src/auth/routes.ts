@@ -170,7 +170,6 @@ export function registerTenancyRoutes(
         "Each `{ id, email, expires_at, created_at }`, newest first; the link's token is never shown again.",
       responses: {
         200: { description: "`{ invitations }`", body: invitationsAnswer },
-        401: "Not signed in",
         403: `${noAccount}, the caller is a member, or an API key`,
       },
     }),

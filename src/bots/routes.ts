@@ -48,6 +48,7 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/settings/business-hours",
     docs({
+      account: true,
       tags: ["settings"],
       summary: "The account's business hours",
       description:
@@ -57,8 +58,6 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
           description: "`{ business_hours: { timezone, weekly, holidays, away_message, open_now } | null }`",
           body: businessHoursAnswer,
         },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -78,7 +77,6 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ business_hours }`", body: businessHoursAnswer },
         400: "Invalid JSON, an unknown timezone, a bad, reversed or overlapping range, a bad holiday or away message (the error names the field)",
-        401: "Not signed in",
         403: "Not the account's owner",
       },
     }),
@@ -93,6 +91,7 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
   app.patch(
     "/api/me",
     docs({
+      account: true,
       tags: ["accounts"],
       summary: "Set the caller's availability",
       description:
@@ -101,8 +100,6 @@ export function registerBotsRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ profile: { user_id, availability } }`", body: availabilityAnswer },
         400: "Invalid JSON, an unknown field or a bad availability",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {

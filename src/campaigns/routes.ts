@@ -155,7 +155,6 @@ const recipientsQuery = z.object({
 const csvQuery = recipientsQuery.pick({ status: true });
 
 const COMMON = {
-  401: "Not signed in",
   403: "The caller's profile has no account",
   404: "No such campaign in the caller's account",
 };
@@ -187,6 +186,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
   app.post(
     "/api/campaigns",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Create a campaign draft",
       description:
@@ -195,8 +195,6 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         201: { description: "`{ campaign }` (status `draft`)", body: campaignAnswer },
         400: "Invalid JSON or a bad field; unknown or unapproved template; a placeholder without a value or a value for none (the error names it); an unknown contact field; `scheduled_at` not in the future",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request, reply) => {
@@ -318,6 +316,7 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
   app.post(
     "/api/campaigns/preview",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Preview a draft not saved yet: who it would reach, who it leaves out, three messages",
       description:
@@ -326,8 +325,6 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ recipients, excluded, samples, template_problem }`", body: draftPreview },
         400: "Invalid JSON or a bad audience field (named), an unknown contact id",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {

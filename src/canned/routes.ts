@@ -35,12 +35,11 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
   app.get(
     "/api/canned-responses",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The account's canned responses, by shortcut",
       responses: {
         200: { description: "`{ canned_responses }`", body: cannedListAnswer },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -52,14 +51,13 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
   app.post(
     "/api/canned-responses",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Save a canned response",
       body: createBody,
       responses: {
         201: { description: "`{ canned_response }`", body: cannedAnswer },
         400: "Invalid JSON or a bad shortcut or text",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         409: "The shortcut is taken in the account",
       },
     }),
@@ -75,6 +73,7 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
   app.put<{ Params: { id: string } }>(
     "/api/canned-responses/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Change a canned response's shortcut or text",
       params: idParams,
@@ -82,8 +81,6 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
       responses: {
         200: { description: "`{ canned_response }`", body: cannedAnswer },
         400: "Invalid JSON, no field to change, or a bad shortcut or text",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "No such canned response in the caller's account",
         409: "The shortcut is taken in the account",
       },
@@ -105,13 +102,12 @@ export function registerCannedResponseRoutes(app: FastifyInstance, deps: AppDeps
   app.delete<{ Params: { id: string } }>(
     "/api/canned-responses/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Delete a canned response",
       params: idParams,
       responses: {
         200: { description: "`{ ok: true }`", body: okAnswer },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "No such canned response in the caller's account",
       },
     }),

@@ -83,6 +83,7 @@ export function registerContactExportRoute(app: FastifyInstance, deps: AppDeps) 
   app.get(
     "/api/contacts.csv",
     docs({
+      account: true,
       tags: ["contacts"],
       summary: "Export contacts as CSV",
       description:
@@ -95,8 +96,6 @@ export function registerContactExportRoute(app: FastifyInstance, deps: AppDeps) 
           headers: { "content-disposition": 'attachment; filename="contacts-<date>.csv"' },
         },
         400: "A bad filter (named)",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request, reply) => {

@@ -140,6 +140,7 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
   app.post(
     "/api/contacts/imports/preview",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Read a CSV's columns and first rows, and suggest a mapping",
       description:
@@ -151,8 +152,6 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
           body: importPreview,
         },
         400: "Not multipart, no file, not CSV (binary, not UTF-8, unbalanced quotes), no header",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         413: "The file is larger than 50 MB",
       },
     }),
@@ -168,6 +167,7 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
   app.post(
     "/api/contacts/imports",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Import contacts from a CSV",
       description:
@@ -176,8 +176,6 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
       responses: {
         202: { description: "`{ import }`", body: importAnswer },
         400: "Not multipart, no file, not CSV, no header, a bad mapping (names the field; a column the file lacks), a bad default_country, on_duplicate, add_tags or opt_in_source",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         413: "The file is larger than 50 MB",
       },
     }),
@@ -224,6 +222,7 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
   app.get<{ Params: { id: string } }>(
     "/api/contacts/imports/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "An import's progress and counts",
       params: idParams,
@@ -233,8 +232,6 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
             "`{ import: { id, status: queued | running | completed | failed, total_rows, processed_rows, created, updated, skipped, errors, failure } }`",
           body: importAnswer,
         },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "No such import in the caller's account",
       },
     }),
@@ -250,6 +247,7 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
   app.get<{ Params: { id: string } }>(
     "/api/contacts/imports/:id/errors.csv",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The rows an import left out, as CSV",
       description:
@@ -261,8 +259,6 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
           contentType: "text/csv",
           headers: { "content-disposition": 'attachment; filename="import-<id>-errors.csv"' },
         },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "No such import in the caller's account",
       },
     }),

@@ -59,6 +59,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/contacts",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The account's contacts, newest first",
       description:
@@ -67,8 +68,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ contacts, next_cursor }`", body: contactsPage },
         400: "Bad q, tag, limit or cursor",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -81,13 +80,12 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get<{ Params: { id: string } }>(
     "/api/contacts/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "A contact, with its conversation id",
       params: idParams,
       responses: {
         200: { description: "`{ contact }`", body: contactAnswer },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "No such contact in the caller's account",
       },
     }),
@@ -102,6 +100,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
   app.patch<{ Params: { id: string } }>(
     "/api/contacts/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Change a contact's name, tags, attributes or opt-out",
       description:
@@ -111,8 +110,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ contact }`", body: contactAnswer },
         400: "Invalid JSON, no field to change, or a bad field (named; an attribute of the wrong type names its key)",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "No such contact in the caller's account",
       },
     }),
@@ -136,6 +133,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
   app.post(
     "/api/contacts",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Add a contact",
       description:
@@ -144,8 +142,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         201: { description: "`{ contact }`", body: contactAnswer },
         400: "Invalid JSON, a phone that is not a valid number, or a bad field (named)",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         409: "`{ error, contact_id }`: a contact has this number already",
       },
     }),
@@ -182,7 +178,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       params: idParams,
       responses: {
         200: { description: "`{ ok: true }`", body: okAnswer },
-        401: "Not signed in",
         403: "Not an owner of the account",
         404: "No such contact in the caller's account",
       },
@@ -198,6 +193,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
   app.post<{ Params: { id: string } }>(
     "/api/contacts/:id/merge",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Merge another contact into this one",
       description:
@@ -207,8 +203,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ contact }`: the merged contact", body: contactAnswer },
         400: "Invalid JSON, a bad from_contact_id, or the contact itself",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Either contact is not in the caller's account",
       },
     }),
@@ -233,6 +227,7 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/contact-attributes",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The account's contact attribute definitions",
       responses: {
@@ -240,8 +235,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
           description: "`{ attributes: [{ key, label, type, options, created_at }] }`",
           body: attributesAnswer,
         },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -261,7 +254,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         201: { description: "`{ attribute }`", body: attributeAnswer },
         400: "Invalid JSON or a bad field (named)",
-        401: "Not signed in",
         403: "Not an owner of the account",
         409: "The key is defined already",
       },
@@ -282,7 +274,6 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
       params: keyParams,
       responses: {
         200: { description: "`{ ok: true }`", body: okAnswer },
-        401: "Not signed in",
         403: "Not an owner of the account",
         404: "No such attribute definition",
       },

@@ -73,7 +73,6 @@ const pageQuery = z.object({
 });
 
 const COMMON = {
-  401: "Not signed in",
   403: "The caller's profile has no account, or the caller is not the account's owner",
 };
 

@@ -48,6 +48,7 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/events",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The account's events, oldest first",
       description: `${ABOUT} Pass \`next_after\` back as \`after\` to read on.`,
@@ -55,8 +56,6 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ events: [Event], next_after, has_more }`", body: eventsPage },
         400: "Bad limit, or `after` is not a kept event of the account",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -78,6 +77,7 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/events/stream",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Live events of the account (Server-Sent Events)",
       description:
@@ -89,8 +89,6 @@ export function registerEventRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "The events, as Server-Sent Events", contentType: "text/event-stream" },
         400: "`Last-Event-ID` (or `last_event_id`) is not a kept event of the account",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request, reply) => {

@@ -154,7 +154,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       responses: {
         200: { description: "`{ flows: [Flow], next_cursor }`", body: flowsPage },
         400: "Bad limit or cursor",
-        401: "Not signed in",
       },
     }),
     async (request) => {
@@ -169,6 +168,7 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
   app.post(
     "/api/flows",
     docs({
+      account: true,
       tags: ["flows"],
       summary: "Create a draft flow, empty or cloned from a template",
       description:
@@ -177,8 +177,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       responses: {
         201: { description: "`{ flow }`", body: flowAnswer },
         400: "Invalid JSON, name missing, unknown template_slug or a bad field",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request, reply) => {
@@ -220,7 +218,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
           description: "`{ templates: [{ slug, name, description, trigger_type, node_count }] }`",
           body: flowTemplatesAnswer,
         },
-        401: "Not signed in",
       },
     }),
     async (request) => {
@@ -237,7 +234,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       params: idParams,
       responses: {
         200: { description: "`{ flow, nodes }`", body: flowWithNodes },
-        401: "Not signed in",
         404: "No such flow in the caller's account",
       },
     }),
@@ -263,7 +259,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       responses: {
         200: { description: "`{ flow, nodes }`", body: flowWithNodes },
         400: "Invalid JSON, blank name or a bad field or node (named)",
-        401: "Not signed in",
         404: "No such flow in the caller's account",
       },
     }),
@@ -296,7 +291,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       params: idParams,
       responses: {
         200: { description: "`{ ok: true }`", body: okAnswer },
-        401: "Not signed in",
         404: "No such flow in the caller's account",
       },
     }),
@@ -322,7 +316,6 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       responses: {
         200: { description: "`{ flow, issues }`", body: activateAnswer },
         400: "Invalid JSON or an unknown status",
-        401: "Not signed in",
         404: "No such flow in the caller's account",
         422: "`{ error, issues }`: the graph has blocking issues",
       },

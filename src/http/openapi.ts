@@ -29,6 +29,8 @@ interface RouteDoc {
   responses?: Record<number, ResponseDoc>;
   /** Routes open without a session (webhook, health). */
   public?: boolean;
+  /** Routes that need the caller's profile to link an account: 403 when it does not. */
+  account?: boolean;
 }
 
 /** Schemas named with `.meta({ id })` (the resource contracts): filled as routes are documented. */
@@ -137,11 +139,13 @@ export const withOperationId: SwaggerTransform = ({ schema, url, route }) => {
  * Route options carrying OpenAPI documentation. Schemas here document only:
  * the app turns off Fastify's validation, because each handler parses its own
  * input after authentication to keep the spec's check order (401 before 400).
- * Routes behind a session document 401 even when they do not say so.
+ * Routes behind a session document 401 even when they do not say so, and
+ * routes of an account (`account: true`) their 403 for a caller without one.
  */
 export function docs(doc: RouteDoc): RouteShorthandOptions {
   const responses: Record<number, ResponseDoc> = { ...doc.responses };
   if (!doc.public && !responses[401]) responses[401] = "Not signed in (no valid session or API key)";
+  if (doc.account && !responses[403]) responses[403] = "The caller's profile has no account";
   // Any body may be larger than BODY_LIMIT (files: than the upload limits), and any route may fail.
   if ((doc.body || doc.bodyContentType) && !responses[413])
     responses[413] = "The body is larger than allowed";

@@ -116,6 +116,7 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get<{ Params: { id: string } }>(
     "/api/messages/:id/media",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The file of a media message",
       description:
@@ -131,7 +132,6 @@ export function registerMediaRoutes(app: FastifyInstance, deps: AppDeps) {
             "cache-control": "private, max-age=3600",
           },
         },
-        403: "The caller's profile has no account",
         404: "No such message in the caller's account, or its file is not stored (yet)",
       },
     }),

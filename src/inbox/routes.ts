@@ -119,6 +119,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/conversations",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The account's conversations, most recent activity first",
       description:
@@ -127,8 +128,6 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ conversations, next_cursor }`", body: conversationsPage },
         400: "Bad filter, limit or cursor",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -150,6 +149,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/conversations/counts",
     docs({
+      account: true,
       tags: TAGS,
       summary:
         "How many conversations are open, pending and closed, and how many open ones are yours, nobody's or unread",
@@ -160,8 +160,6 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
           description: "`{ open, pending, closed, mine, unassigned, unread }`",
           body: conversationCounts,
         },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -174,14 +172,13 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get<{ Params: { id: string } }>(
     "/api/conversations/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "One conversation, with its contact and last message",
       description: "The same shape as an item of the list: what a thread header shows.",
       params: idParams,
       responses: {
         200: { description: "`{ conversation }`", body: conversationAnswer },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Not found",
       },
     }),
@@ -196,6 +193,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.patch<{ Params: { id: string } }>(
     "/api/conversations/:id",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Set a conversation's status, assignee or automation",
       description:
@@ -205,8 +203,6 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ conversation }`", body: conversationAnswer },
         400: "Invalid JSON, no field to change, a bad status or automation, or an assignee who is not a member",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Not found",
       },
     }),
@@ -239,6 +235,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get<{ Params: { id: string } }>(
     "/api/conversations/:id/messages",
     docs({
+      account: true,
       tags: TAGS,
       summary: "A conversation's messages and notes, oldest first, each with its reactions",
       description:
@@ -248,8 +245,6 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ messages, next_cursor }`", body: messagesPage },
         400: "Bad limit or cursor",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Not found",
       },
     }),
@@ -264,6 +259,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.post<{ Params: { id: string } }>(
     "/api/conversations/:id/messages",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Send a text or a template to the conversation's contact",
       description:
@@ -273,8 +269,6 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         201: { description: "`{ message }`, status `sent`", body: messageAnswer },
         400: "Bad text or template (unknown, not approved, wrong parameters), channel not configured, or the contact has no phone",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Not found",
         422: '`{ error, code: "opted_out" }`: the contact has opted out; `{ error, code: "window_closed" }`: a free-form message outside the 24-hour window',
         502: "The upstream platform refused or did not answer: `{ error, message }`",
@@ -310,6 +304,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
   app.post<{ Params: { id: string } }>(
     "/api/conversations/:id/notes",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Leave an internal note in the conversation (never sent to the contact)",
       description:
@@ -319,8 +314,6 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         201: { description: "`{ message }`", body: messageAnswer },
         400: "Invalid JSON or a bad text",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Not found",
       },
     }),

@@ -80,7 +80,6 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
         "Answers 200 for every outcome but authentication failure: `{connected:true, phone_info, config}` or `{connected:false, reason, message}` with reason no_account, db_error, no_config, token_corrupted (with needs_reset: true) or meta_api_error.",
       responses: {
         200: { description: "Health outcome", body: configHealth },
-        401: "Not authenticated",
         500: { description: "Unexpected error (reason unknown)", body: configHealthFailure },
       },
     }),
@@ -158,7 +157,6 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
           body: configSaved,
         },
         400: "Missing field, bad PIN, or upstream verification failed",
-        401: "Not authenticated",
         403: "Profile not linked to an account",
         409: "Another account holds the phone number",
         500: "Storage or encryption failure, or an unexpected error",
@@ -312,7 +310,6 @@ export function registerMessagingConfigRoutes(app: FastifyInstance, deps: AppDep
       description: "Also how an account recovers from a token that can no longer be decrypted.",
       responses: {
         200: { description: "`{success:true}`", body: successAnswer },
-        401: "Not authenticated",
         403: "Profile not linked to an account",
         500: "Storage error",
       },

@@ -46,7 +46,6 @@ export function registerReactionRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ success: true }`", body: successAnswer },
         400: "message_id missing, emoji not one emoji, message not sent upstream, contact without phone, or channel not configured",
-        401: "Not authenticated",
         403: "Profile not linked to an account",
         404: "`Message not found` or `Conversation not found` in the caller's account",
         429: "`{ error, retry_after_seconds }` with Retry-After, RateLimit-Policy and RateLimit headers",

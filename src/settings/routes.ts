@@ -79,12 +79,11 @@ export function registerSettingsRoutes(app: FastifyInstance, deps: AppDeps) {
   app.get(
     "/api/settings",
     docs({
+      account: true,
       tags: TAGS,
       summary: "The account's settings (defaults where none was saved)",
       responses: {
         200: { description: "`{ settings }`", body: settingsAnswer },
-        401: "Not signed in",
-        403: "The caller's profile has no account",
       },
     }),
     async (request) => {
@@ -102,7 +101,6 @@ export function registerSettingsRoutes(app: FastifyInstance, deps: AppDeps) {
       responses: {
         200: { description: "`{ settings }`, all of them after the change", body: settingsAnswer },
         400: "Invalid JSON, an unknown field, no field, or a bad value (the error names the field)",
-        401: "Not signed in",
         403: "Not the account's owner",
       },
     }),

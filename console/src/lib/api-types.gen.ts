@@ -1172,7 +1172,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -2703,7 +2703,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -2807,7 +2807,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -2869,7 +2869,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -2926,7 +2926,7 @@ export interface operations {
           "application/json": components["schemas"]["Ok"];
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3046,7 +3046,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3128,7 +3128,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3200,7 +3200,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3280,7 +3280,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3356,7 +3356,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3430,7 +3430,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3492,7 +3492,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3566,7 +3566,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3648,7 +3648,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3739,7 +3739,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3859,7 +3859,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3912,7 +3912,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -3974,7 +3974,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4062,7 +4062,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4139,7 +4139,7 @@ export interface operations {
           "application/json": components["schemas"]["Ok"];
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4192,7 +4192,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4259,7 +4259,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4329,7 +4329,7 @@ export interface operations {
           "application/json": components["schemas"]["Ok"];
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4411,7 +4411,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4481,7 +4481,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4571,7 +4571,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4620,7 +4620,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4680,7 +4680,7 @@ export interface operations {
           "application/json": components["schemas"]["Ok"];
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4765,7 +4765,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4855,7 +4855,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -4952,7 +4952,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5011,7 +5011,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5075,7 +5075,7 @@ export interface operations {
           "text/csv": string;
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5154,7 +5154,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5235,7 +5235,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5374,7 +5374,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5463,7 +5463,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5665,7 +5665,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5756,7 +5756,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -5864,7 +5864,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6006,7 +6006,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6072,7 +6072,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6132,7 +6132,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6196,7 +6196,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6254,7 +6254,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6314,7 +6314,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6400,7 +6400,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6457,7 +6457,7 @@ export interface operations {
           "application/json": components["schemas"]["Ok"];
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6528,7 +6528,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6616,7 +6616,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6686,7 +6686,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6778,7 +6778,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -6828,7 +6828,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7017,7 +7017,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7136,7 +7136,7 @@ export interface operations {
           "application/json": components["schemas"]["MessagingConfigHealth"];
         };
       };
-      /** @description Not authenticated */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7194,7 +7194,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not authenticated */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7258,7 +7258,7 @@ export interface operations {
           "application/json": components["schemas"]["Success"];
         };
       };
-      /** @description Not authenticated */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7325,7 +7325,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not authenticated */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7698,7 +7698,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7773,7 +7773,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7829,7 +7829,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7907,7 +7907,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -7960,7 +7960,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -8032,7 +8032,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -8101,7 +8101,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -8156,7 +8156,7 @@ export interface operations {
       204: {
         content: never;
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -8243,7 +8243,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -8331,7 +8331,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {
@@ -8393,7 +8393,7 @@ export interface operations {
           };
         };
       };
-      /** @description Not signed in */
+      /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
           "application/json": {

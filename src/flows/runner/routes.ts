@@ -89,7 +89,6 @@ export function registerRunRoutes(
       responses: {
         200: { description: "`{ runs: [Run], next_cursor }`", body: runsPage },
         400: "Bad limit or cursor",
-        401: "Not signed in",
         404: "Not found",
       },
     }),
@@ -111,7 +110,6 @@ export function registerRunRoutes(
       params: runParams,
       responses: {
         200: { description: "`{ run: Run, events: [RunEvent] }`", body: runWithEvents },
-        401: "Not signed in",
         404: "Not found",
       },
     }),
@@ -137,6 +135,7 @@ export function registerRunRoutes(
   app.post(
     "/api/flows/:id/runs",
     docs({
+      account: true,
       tags: TAGS,
       summary: "Start the flow for a contact (manual start)",
       description:
@@ -146,8 +145,6 @@ export function registerRunRoutes(
       responses: {
         201: { description: "`{ run: Run }`", body: runAnswer },
         400: "Invalid JSON or contact_id missing",
-        401: "Not signed in",
-        403: "The caller's profile has no account",
         404: "Flow or contact not found in the caller's account",
         409: "The contact already has an active run",
         422: 'The flow is not active, or the contact has opted out (`code: "opted_out"`)',

@@ -1,6 +1,7 @@
 import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useParams } from "wouter";
+import { RECIPIENT_STATUSES } from "../../../../src/db/schema/recipient-statuses.js";
 import { errorText } from "../../lib/api";
 import { fullTime } from "../../lib/format";
 import { pollInterval } from "../../lib/live";
@@ -8,17 +9,8 @@ import { Badge, FormError, PageHeader, Spinner } from "../../lib/ui";
 import { campaignAction, campaignKeys, fetchRecipients, recipientsCsvUrl, useCampaign } from "./api";
 import { Progress, STATUS_TONE } from "./campaigns-page";
 
-const COUNTS = [
-  "queued",
-  "sent",
-  "delivered",
-  "read",
-  "replied",
-  "failed",
-  "skipped",
-  "deferred",
-  "unknown",
-] as const;
+/** The recipients' counts shown: every status but `sending` (claimed, on its way). */
+const COUNTS = RECIPIENT_STATUSES.filter((status) => status !== "sending");
 
 export function CampaignView() {
   const { id = "" } = useParams<{ id: string }>();
@@ -102,7 +94,7 @@ export function CampaignView() {
           <h2>Recipients</h2>
           <select aria-label="Filter by status" value={status} onChange={(e) => setStatus(e.target.value)}>
             <option value="">All</option>
-            {["sending", ...COUNTS].map((s) => (
+            {RECIPIENT_STATUSES.map((s) => (
               <option key={s} value={s}>
                 {s}
               </option>

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
+import { EVENT_TYPES } from "../../../../src/events/types.js";
 import { shortTime } from "../../lib/format";
 import type { WebhookEndpoint } from "../../lib/types";
 import { Badge, CopyField, Empty, Field, FormError, formErrors, Spinner } from "../../lib/ui";
@@ -12,15 +13,6 @@ import {
   setWebhookEndpointEnabled,
   testWebhookEndpoint,
 } from "./api";
-
-const EVENT_TYPES = [
-  "message.received",
-  "message.sent",
-  "message.status",
-  "reaction.updated",
-  "conversation.updated",
-  "flow_run.updated",
-];
 
 function Deliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
   const deliveries = useQuery({
