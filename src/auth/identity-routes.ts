@@ -213,6 +213,7 @@ const ROUTES: IdentityRoute[] = [
         },
       },
       401: "Invalid or expired token (without callbackURL)",
+      403: "A callbackURL that is not an address of this service",
     },
     public: true,
   },

@@ -96,8 +96,9 @@ function responseSchema(status: number, doc: ResponseDoc): Record<string, unknow
         ),
       }
     : {};
-  // 204 and 304 carry no body at all.
-  if (status === 204 || status === 304) return { description, type: "null", ...head };
+  // 204 and 304 carry no body at all, nor does a redirect that documents none.
+  if (status === 204 || status === 304 || (status >= 300 && status < 400 && !body && !contentType))
+    return { description, type: "null", ...head };
   if (contentType) {
     // A file of any type is bytes; text answers (CSV, an event stream) are strings.
     const schema = contentType.startsWith("text/")
@@ -145,6 +146,9 @@ export const withOperationId: SwaggerTransform = ({ schema, url, route }) => {
 export function docs(doc: RouteDoc): RouteShorthandOptions {
   const responses: Record<number, ResponseDoc> = { ...doc.responses };
   if (!doc.public && !responses[401]) responses[401] = "Not signed in (no valid session or API key)";
+  // A path parameter over the router's length limit, or a query parameter given twice or malformed.
+  if ((doc.params || doc.querystring) && !responses[400])
+    responses[400] = doc.params ? "A path parameter too long or malformed" : "A query parameter repeated or malformed";
   if (doc.account && !responses[403]) responses[403] = "The caller's profile has no account";
   // Any body may be larger than BODY_LIMIT (files: than the upload limits), and any route may fail.
   if ((doc.body || doc.bodyContentType) && !responses[413])

@@ -127,9 +127,10 @@ describe("the OpenAPI document", () => {
           missing.push(`${key} ${status}: description`);
         }
         const schemas = Object.values(response.content ?? {}).filter((c) => c.schema);
-        // A 204 has no body, and must not claim one.
-        if (status === "204" && response.content) missing.push(`${key} 204: claims a body`);
-        if (status !== "204" && schemas.length === 0) missing.push(`${key} ${status}: schema`);
+        // A 204 (or a redirect) has no body, and must not claim one.
+        const bodiless = status === "204" || status.startsWith("3");
+        if (bodiless && response.content) missing.push(`${key} ${status}: claims a body`);
+        if (!bodiless && schemas.length === 0) missing.push(`${key} ${status}: schema`);
       }
       if (!Object.keys(operation.responses ?? {}).some((s) => s.startsWith("2"))) missing.push(`${key}: 2xx`);
     }

@@ -1363,6 +1363,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -1684,6 +1694,16 @@ export interface operations {
           "application/json": {
             /** @enum {boolean} */
             ok: true;
+          };
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
           };
         };
       };
@@ -2646,14 +2666,30 @@ export interface operations {
           /** @description callbackURL, with `?error=INVALID_TOKEN` or `TOKEN_EXPIRED` when the link is bad */
           location?: string;
         };
+        content: never;
+      };
+      /** @description A query parameter repeated or malformed */
+      400: {
         content: {
           "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
             [key: string]: unknown;
           };
         };
       };
       /** @description Invalid or expired token (without callbackURL) */
       401: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description A callbackURL that is not an address of this service */
+      403: {
         content: {
           "application/json": {
             /** @description What went wrong, for a human */
@@ -2869,6 +2905,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -2924,6 +2970,16 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["Ok"];
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** @description Not signed in (no valid session or API key) */
@@ -3128,6 +3184,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -3197,6 +3263,16 @@ export interface operations {
         content: {
           "application/json": {
             campaign: components["schemas"]["Campaign"];
+          };
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
           };
         };
       };
@@ -3492,6 +3568,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -3563,6 +3649,16 @@ export interface operations {
             campaign: components["schemas"]["Campaign"];
             /** @description Failed recipients queued again */
             requeued: number;
+          };
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
           };
         };
       };
@@ -4139,6 +4235,16 @@ export interface operations {
           "application/json": components["schemas"]["Ok"];
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -4327,6 +4433,16 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["Ok"];
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** @description Not signed in (no valid session or API key) */
@@ -4620,6 +4736,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -4678,6 +4804,16 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["Ok"];
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** @description Not signed in (no valid session or API key) */
@@ -5011,6 +5147,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -5073,6 +5219,16 @@ export interface operations {
         };
         content: {
           "text/csv": string;
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** @description Not signed in (no valid session or API key) */
@@ -5371,6 +5527,16 @@ export interface operations {
         content: {
           "application/json": {
             conversation: components["schemas"]["Conversation"];
+          };
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
           };
         };
       };
@@ -6314,6 +6480,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -6455,6 +6631,16 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["Ok"];
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** @description Not signed in (no valid session or API key) */
@@ -6778,6 +6964,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -6872,6 +7068,16 @@ export interface operations {
               id: string;
               name: string;
             };
+          };
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
           };
         };
       };
@@ -7080,6 +7286,16 @@ export interface operations {
         };
         content: {
           "*/*": string;
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
         };
       };
       /** @description Not signed in (no valid session or API key) */
@@ -8101,6 +8317,16 @@ export interface operations {
           };
         };
       };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
+      };
       /** @description Not signed in (no valid session or API key) */
       401: {
         content: {
@@ -8155,6 +8381,16 @@ export interface operations {
       /** @description Removed */
       204: {
         content: never;
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
+          };
+        };
       };
       /** @description Not signed in (no valid session or API key) */
       401: {
@@ -8390,6 +8626,16 @@ export interface operations {
         content: {
           "application/json": {
             delivery: components["schemas"]["WebhookDelivery"];
+          };
+        };
+      };
+      /** @description A path parameter too long or malformed */
+      400: {
+        content: {
+          "application/json": {
+            /** @description What went wrong, for a human */
+            error: string;
+            [key: string]: unknown;
           };
         };
       };
