@@ -90,7 +90,7 @@ describe.runIf(linux)("the DATA_DIR lock", () => {
 
     // Each racer loads the code, says "ready", and tries the lock on "go": all at once.
     const script = `
-      import { lockDataDir } from "../foundation/src/db/data-dir-lock.ts";
+      import { lockDataDir } from "./src/db/data-dir-lock.ts";
       console.log("ready");
       process.stdin.once("data", async () => {
         try {
