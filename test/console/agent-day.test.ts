@@ -1,21 +1,15 @@
-/**
- * An agent's day in the console: what the thread header says, what fits on a phone, what the
- * errors read like. The account, the number and a teammate are made through the API (the sign-up
- * screens have their own story in console.test.ts); everything asserted is what the page shows.
- */
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { sql } from "drizzle-orm";
 import type { APIRequestContext, Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  apiCall,
   ensureConsoleBuilt,
   findChromium,
   launchBrowser,
   NUMBER,
   newPage,
   type Stack,
-  screenshotDir,
+  screenshot,
   startStack,
   takeScreenshots,
 } from "./browser.js";
@@ -40,22 +34,10 @@ describe.skipIf("missing" in chromiumFound)("an agent's day in the console", { t
   };
   let beaId = "";
 
-  const shot = async (name: string, target: Page = page) => {
-    if (!takeScreenshots) return;
-    mkdirSync(screenshotDir, { recursive: true });
-    await target.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
-  };
+  const shot = (name: string, target: Page = page) => screenshot(target, name);
 
-  const call = async (request: APIRequestContext, method: string, url: string, data?: object) => {
-    const response = await request.fetch(`${stack.url}${url}`, {
-      method,
-      data,
-      headers: { origin: stack.url },
-    });
-    const body = response.headers()["content-type"]?.includes("json") ? await response.json() : null;
-    if (!response.ok()) throw new Error(`${method} ${url}: ${response.status()} ${JSON.stringify(body)}`);
-    return body;
-  };
+  const call = (request: APIRequestContext, method: string, url: string, data?: object) =>
+    apiCall(request, stack.url, method, url, data);
 
   const signUp = async (
     request: APIRequestContext,

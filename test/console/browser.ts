@@ -9,7 +9,13 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import {
+  type APIRequestContext,
+  type Browser,
+  type BrowserContext,
+  chromium,
+  type Page,
+} from "playwright-core";
 import { CHROMIUM_FLAGS } from "../../scripts/chromium-flags.mjs";
 import { buildConsole } from "../../scripts/console-build.mjs";
 import { type Customer, createCustomer } from "../../src/upstream/sandbox/customer.js";
@@ -165,3 +171,27 @@ export async function newPage(
 export const screenshotDir = path.join(root, "docs", "screenshots");
 /** Screenshots for the README are written only when asked (CONSOLE_SCREENSHOTS=1). */
 export const takeScreenshots = process.env.CONSOLE_SCREENSHOTS === "1";
+
+/** Saves what `page` shows as docs/screenshots/<name>.png, when screenshots were asked for. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if (!takeScreenshots) return;
+  mkdirSync(screenshotDir, { recursive: true });
+  await page.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
+}
+
+/**
+ * One API call as the browser's session makes it (same origin, its cookies):
+ * the JSON answer, or an error naming the call and the status.
+ */
+export async function apiCall(
+  request: APIRequestContext,
+  base: string,
+  method: string,
+  url: string,
+  data?: object,
+) {
+  const response = await request.fetch(`${base}${url}`, { method, data, headers: { origin: base } });
+  const body = response.headers()["content-type"]?.includes("json") ? await response.json() : null;
+  if (!response.ok()) throw new Error(`${method} ${url}: ${response.status()} ${JSON.stringify(body)}`);
+  return body;
+}

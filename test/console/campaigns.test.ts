@@ -1,5 +1,3 @@
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import { sql } from "drizzle-orm";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,9 +9,8 @@ import {
   NUMBER,
   newPage,
   type Stack,
-  screenshotDir,
+  screenshot,
   startStack,
-  takeScreenshots,
 } from "./browser.js";
 
 const chromiumFound = findChromium();
@@ -71,11 +68,7 @@ describe.skipIf("missing" in chromiumFound)(
       await stack?.close();
     });
 
-    const shot = async (name: string) => {
-      if (!takeScreenshots) return;
-      mkdirSync(screenshotDir, { recursive: true });
-      await page.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
-    };
+    const shot = (name: string) => screenshot(page, name);
 
     it("walks the wizard: template, mapped parameters with a preview, audience count, samples, test, start", async () => {
       await page.goto(`${stack.url}/campaigns`);

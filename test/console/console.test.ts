@@ -1,7 +1,5 @@
-import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -11,9 +9,8 @@ import {
   NUMBER,
   newPage,
   type Stack,
-  screenshotDir,
+  screenshot,
   startStack,
-  takeScreenshots,
 } from "./browser.js";
 import { png } from "./png.js";
 
@@ -81,11 +78,7 @@ describe.skipIf("missing" in chromiumFound)("the web console in a real browser",
   };
 
   const cookie = async () => (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
-  const shot = async (name: string, target: Page = page) => {
-    if (!takeScreenshots) return;
-    mkdirSync(screenshotDir, { recursive: true });
-    await target.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
-  };
+  const shot = (name: string, target: Page = page) => screenshot(target, name);
 
   beforeAll(async () => {
     await ensureConsoleBuilt();

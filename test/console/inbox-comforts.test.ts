@@ -1,25 +1,15 @@
-/**
- * The contact side panel of the inbox: the account's defined attributes edited by their type
- * (text, number, date, yes/no, list), with the name, the tags and the opt-out beside them; and the
- * emoji picker of the composer and of reactions, loaded on first use from the console's own
- * assets; a long thread opened on its latest messages, older ones loaded when scrolled up, only the
- * rows in view in the page. The account and the definitions are made through the API; what is
- * asserted is what the page shows and what the API then stores.
- */
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 import type { APIRequestContext, Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  apiCall,
   ensureConsoleBuilt,
   findChromium,
   launchBrowser,
   NUMBER,
   newPage,
   type Stack,
-  screenshotDir,
+  screenshot,
   startStack,
-  takeScreenshots,
 } from "./browser.js";
 
 const chromiumFound = findChromium();
@@ -39,22 +29,10 @@ describe.skipIf("missing" in chromiumFound)(
       password: "correct horse battery",
     };
 
-    const shot = async (name: string) => {
-      if (!takeScreenshots) return;
-      mkdirSync(screenshotDir, { recursive: true });
-      await page.screenshot({ path: path.join(screenshotDir, `${name}.png`) });
-    };
+    const shot = (name: string) => screenshot(page, name);
 
-    const call = async (request: APIRequestContext, method: string, url: string, data?: object) => {
-      const response = await request.fetch(`${stack.url}${url}`, {
-        method,
-        data,
-        headers: { origin: stack.url },
-      });
-      const body = response.headers()["content-type"]?.includes("json") ? await response.json() : null;
-      if (!response.ok()) throw new Error(`${method} ${url}: ${response.status()} ${JSON.stringify(body)}`);
-      return body;
-    };
+    const call = (request: APIRequestContext, method: string, url: string, data?: object) =>
+      apiCall(request, stack.url, method, url, data);
 
     beforeAll(async () => {
       await ensureConsoleBuilt();

@@ -1,3 +1,4 @@
+import { LIMITS } from "../../../../../../src/flows/node-types/index.js";
 import type { FlowNode, Member } from "../../../../lib/types";
 
 export type Rec = Record<string, unknown>;
@@ -102,5 +103,25 @@ export function NextSelect(props: {
 export function Next({ config, others, set }: NodeFormProps) {
   return (
     <NextSelect label="Next" value={config.next_node_key} keys={others} onChange={set("next_node_key")} />
+  );
+}
+
+/** The optional header and footer of an interactive message (buttons, list). */
+export function HeaderFooter({ config, set }: Pick<NodeFormProps, "config" | "set">) {
+  return (
+    <>
+      <TextInput
+        label="Header"
+        value={config.header_text}
+        onChange={set("header_text")}
+        max={LIMITS.headerText}
+      />
+      <TextInput
+        label="Footer"
+        value={config.footer_text}
+        onChange={set("footer_text")}
+        max={LIMITS.footerText}
+      />
+    </>
   );
 }

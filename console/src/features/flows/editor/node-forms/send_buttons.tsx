@@ -1,5 +1,5 @@
 import { LIMITS } from "../../../../../../src/flows/node-types/index.js";
-import { arr, NextSelect, type NodeForm, type Rec, s, TextInput } from "./fields";
+import { arr, HeaderFooter, NextSelect, type NodeForm, type Rec, s, TextInput } from "./fields";
 
 export const send_buttons: NodeForm = {
   Fields: ({ config: c, set, others, onConfig }) => {
@@ -14,18 +14,7 @@ export const send_buttons: NodeForm = {
           multiline
           max={LIMITS.bodyText}
         />
-        <TextInput
-          label="Header"
-          value={c.header_text}
-          onChange={set("header_text")}
-          max={LIMITS.headerText}
-        />
-        <TextInput
-          label="Footer"
-          value={c.footer_text}
-          onChange={set("footer_text")}
-          max={LIMITS.footerText}
-        />
+        <HeaderFooter config={c} set={set} />
         <fieldset className="sub-items">
           <legend>
             Buttons ({LIMITS.buttonsMin} to {LIMITS.buttonsMax})

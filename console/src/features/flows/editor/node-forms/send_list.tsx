@@ -1,5 +1,5 @@
 import { LIMITS } from "../../../../../../src/flows/node-types/index.js";
-import { arr, NextSelect, type NodeForm, type Rec, s, TextInput } from "./fields";
+import { arr, HeaderFooter, NextSelect, type NodeForm, type Rec, s, TextInput } from "./fields";
 
 export const send_list: NodeForm = {
   Fields: ({ config: c, set, others, onConfig }) => {
@@ -24,18 +24,7 @@ export const send_list: NodeForm = {
           onChange={set("button_label")}
           max={LIMITS.listButtonLabel}
         />
-        <TextInput
-          label="Header"
-          value={c.header_text}
-          onChange={set("header_text")}
-          max={LIMITS.headerText}
-        />
-        <TextInput
-          label="Footer"
-          value={c.footer_text}
-          onChange={set("footer_text")}
-          max={LIMITS.footerText}
-        />
+        <HeaderFooter config={c} set={set} />
         {sections.map((sec, si) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: sections have no identity but their place
           <fieldset key={si} className="sub-items">
