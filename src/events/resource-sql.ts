@@ -1,6 +1,6 @@
-import { getTableColumns, getTableName, type Table } from "drizzle-orm";
 import { toAutomationJson } from "../bots/automation.js";
 import { toContactJson } from "../contacts/json.js";
+import { jsonFieldsSql as fieldsOf, sampleRow } from "../db/json-sql.js";
 import { contacts, conversations, flowRuns, messageReactions, messages } from "../db/schema/index.js";
 import type { RunRow } from "../flows/runner/store.js";
 import { toConversationJson, toMessageJson, toReactionJson } from "../inbox/json.js";
@@ -11,58 +11,13 @@ import { toConversationJson, toMessageJson, toReactionJson } from "../inbox/json
  * `api_flow_run_json`; the triggers of
  * src/db/migrations/0007_events.sql call them) are generated here from the
  * API's own serializers, so that an event carries the resource exactly as the
- * API shows it. Each serializer is called on a sample row whose every column
- * holds a value of its own: a field that comes back holding a column's value
- * is that column in SQL (timestamps through `api_timestamp`), in the
- * serializer's order. A field computed from several columns has its SQL given
- * beside it below; a field neither found nor given stops the generation.
+ * API shows it (src/db/json-sql.ts reads a serializer back as SQL; a field
+ * computed from several columns has its SQL given beside it below).
  *
  * The generated SQL is checked in as a migration (the latest definition of
  * each function); test/events/resource-sql.test.ts fails, showing the SQL
  * to put in a new migration, when a serializer changed without one.
  */
-
-type Row = Record<string, unknown>;
-
-/** A row of `table` whose every column holds a value no other column (of any table) holds. */
-function sampleRow(table: Table, base: number): { row: Row; sql: Map<unknown, string> } {
-  const row: Row = {};
-  const sql = new Map<unknown, string>();
-  Object.entries(getTableColumns(table)).forEach(([property, column], i) => {
-    if (column.dataType === "date") {
-      const at = new Date(Date.UTC(2001, 0, 1) + (base + i) * 60_000);
-      row[property] = at;
-      sql.set(at.getTime(), `api_timestamp(%.${column.name})`);
-    } else {
-      const marker = `\u0001${getTableName(table)}.${column.name}`;
-      row[property] = marker;
-      sql.set(marker, `%.${column.name}`);
-    }
-  });
-  return { row, sql };
-}
-
-/**
- * `'field', expression` pairs of the JSON the serializer builds from `table`'s
- * row (aliased `alias` in SQL); `computed` gives the SQL of the fields that
- * are not one column.
- */
-function fieldsOf(
-  table: Table,
-  alias: string,
-  serialize: (row: Row) => object,
-  computed: Record<string, string> = {},
-): string[] {
-  const { row, sql } = sampleRow(table, 0);
-  return Object.entries(serialize(row)).map(([field, value]) => {
-    const key = value instanceof Date ? value.getTime() : value;
-    const expression = computed[field] ?? sql.get(key)?.replace("%", alias);
-    if (expression === undefined) {
-      throw new Error(`${getTableName(table)} JSON: "${field}" is not one column; give its SQL in computed`);
-    }
-    return `'${field}', ${expression}`;
-  });
-}
 
 const list = (fields: string[], indent: string) => fields.join(`,\n${indent}`);
 
@@ -79,9 +34,11 @@ export function eventJsonFunctions(toRunJson: RunJsonOf): Record<string, string>
     "c",
     () => toAutomationJson({ state: "paused", until: null, reason: null }),
     {
-      state: "CASE WHEN paused THEN 'paused' ELSE 'active' END",
-      until: "CASE WHEN paused THEN api_timestamp(c.automation_until) END",
-      reason: "CASE WHEN paused THEN c.automation_reason END",
+      computed: {
+        state: "CASE WHEN paused THEN 'paused' ELSE 'active' END",
+        until: "CASE WHEN paused THEN api_timestamp(c.automation_until) END",
+        reason: "CASE WHEN paused THEN c.automation_reason END",
+      },
     },
   );
   const { row: contactRow } = sampleRow(contacts, 1000);
@@ -90,10 +47,12 @@ export function eventJsonFunctions(toRunJson: RunJsonOf): Record<string, string>
     "c",
     (c) => toConversationJson(c as never, contactRow as never, null),
     {
-      automation: `json_build_object(\n      ${list(automation, "      ")})`,
-      window_expires_at: "api_timestamp(c.customer_message_at + interval '24 hours')",
-      contact: "contact",
-      last_message: "last",
+      computed: {
+        automation: `json_build_object(\n      ${list(automation, "      ")})`,
+        window_expires_at: "api_timestamp(c.customer_message_at + interval '24 hours')",
+        contact: "contact",
+        last_message: "last",
+      },
     },
   );
   const run = fieldsOf(flowRuns, "r", (r) => toRunJson(r as never));

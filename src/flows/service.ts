@@ -3,6 +3,7 @@ import { PgDialect } from "drizzle-orm/pg-core";
 import type { z } from "zod";
 import type { Flow, Node } from "../contracts/flows.js";
 import type { Db, DbOrTx } from "../db/client.js";
+import { inlineTimestamp, jsonFieldsSql } from "../db/json-sql.js";
 import { flowNodes, flows } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
@@ -108,27 +109,26 @@ async function nodesOf(db: DbOrTx, flowId: string) {
   return rows.map(toNodeJson);
 }
 
-/** An ISO-8601 UTC timestamp in SQL, formatted exactly as JavaScript's Date#toJSON. */
-const iso = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /**
  * `{ flow, nodes }` built by PostgreSQL in one statement, in the same shape as
- * toFlowJson and toNodeJson: the hottest read (GET /api/flows/{id}) and the
- * answer to every PUT, without mapping and serialising rows here.
+ * toFlowJson and toNodeJson (their SQL is read back from them:
+ * src/db/json-sql.ts): the hottest read (GET /api/flows/{id}) and the answer
+ * to every PUT, without mapping and serialising rows here.
  */
+const FLOW_JSON_SQL = sql.raw(
+  jsonFieldsSql(flows, "f", (f) => toFlowJson(f as FlowRow), {
+    timestamp: inlineTimestamp,
+    computed: { execution_count: executionCountSql("f") },
+  }).join(", "),
+);
+const NODE_JSON_SQL = sql.raw(
+  jsonFieldsSql(flowNodes, "n", (n) => toNodeJson(n as NodeRow), { timestamp: inlineTimestamp }).join(", "),
+);
 const flowWithNodesSql = (flowId: string, accountId: string) => sql`
   select json_build_object(
-    'flow', json_build_object(
-      'id', f.id, 'account_id', f.account_id, 'user_id', f.user_id, 'name', f.name,
-      'description', f.description, 'status', f.status, 'trigger_type', f.trigger_type,
-      'trigger_config', f.trigger_config, 'entry_node_id', f.entry_node_id,
-      'fallback_policy', f.fallback_policy, 'execution_count', ${sql.raw(executionCountSql("f"))},
-      'created_at', ${sql.raw(iso("f.created_at"))}, 'updated_at', ${sql.raw(iso("f.updated_at"))}),
+    'flow', json_build_object(${FLOW_JSON_SQL}),
     'nodes', coalesce((
-      select json_agg(json_build_object(
-        'id', n.id, 'flow_id', n.flow_id, 'node_key', n.node_key, 'node_type', n.node_type,
-        'config', n.config, 'position_x', n.position_x, 'position_y', n.position_y,
-        'created_at', ${sql.raw(iso("n.created_at"))}) order by n.created_at, n.ordinal, n.id)
+      select json_agg(json_build_object(${NODE_JSON_SQL}) order by n.created_at, n.ordinal, n.id)
       from flow_nodes n where n.flow_id = f.id), '[]'::json)
   )::text as body
   from flows f where f.id = ${flowId} and f.account_id = ${accountId}`;

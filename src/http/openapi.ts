@@ -148,7 +148,9 @@ export function docs(doc: RouteDoc): RouteShorthandOptions {
   if (!doc.public && !responses[401]) responses[401] = "Not signed in (no valid session or API key)";
   // A path parameter over the router's length limit, or a query parameter given twice or malformed.
   if ((doc.params || doc.querystring) && !responses[400])
-    responses[400] = doc.params ? "A path parameter too long or malformed" : "A query parameter repeated or malformed";
+    responses[400] = doc.params
+      ? "A path parameter too long or malformed"
+      : "A query parameter repeated or malformed";
   if (doc.account && !responses[403]) responses[403] = "The caller's profile has no account";
   // Any body may be larger than BODY_LIMIT (files: than the upload limits), and any route may fail.
   if ((doc.body || doc.bodyContentType) && !responses[413])

@@ -48,6 +48,17 @@ describe("GET /api/flows/{id}", () => {
     }
   });
 
+  it("writes the flow exactly as the list does (its SQL is read back from the same serializer), keys in order", async ({
+    t,
+  }) => {
+    const { owner, id } = await flowWithNodes(t);
+    const read = await call(t, owner, "GET", `/api/flows/${id}`);
+    const list = await call(t, owner, "GET", "/api/flows");
+    const listed = list.json().flows.find((f: { id: string }) => f.id === id);
+    expect(read.json().flow).toEqual(listed);
+    expect(Object.keys(read.json().flow)).toEqual(Object.keys(listed));
+  });
+
   it("answers 404 Not found for a missing id, another account's flow and a caller without an account", async ({
     t,
   }) => {
