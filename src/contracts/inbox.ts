@@ -5,6 +5,31 @@ export const Reaction = z
   .object({ actor_type: z.enum(["agent", "customer"]), actor_id: z.string(), emoji: z.string() })
   .meta({ id: "Reaction" });
 
+/** A media message's file: Meta's announcement, then our copy (`url`) once stored. */
+export const MessageMedia = z
+  .looseObject({
+    id: z.string().optional().describe("WhatsApp's media id"),
+    mime_type: z.string().optional(),
+    sha256: z.string().optional(),
+    caption: z.string().optional(),
+    filename: z.string().optional(),
+    size: z.number().int().optional().describe("Bytes, once stored"),
+    status: z.enum(["pending", "stored", "failed"]).optional(),
+    url: z.string().optional().describe("Where to download our copy, once stored"),
+    error: z.string().optional().describe("Why the download failed"),
+  })
+  .meta({ id: "MessageMedia" });
+
+/** The customer's tap on a reply button or list row. */
+export const MessageInteractive = z
+  .looseObject({
+    type: z.string().optional().describe("button_reply, list_reply or button (a template's quick reply)"),
+    id: z.string().optional(),
+    title: z.string().optional(),
+    description: z.string().optional(),
+  })
+  .meta({ id: "MessageInteractive" });
+
 export const Message = z
   .object({
     id: z.uuid(),
@@ -15,8 +40,8 @@ export const Message = z
     sender_user_id: z.string().nullable(),
     type: z.string().describe("text, image, video, audio, document, interactive, template, note, ..."),
     text: z.string().nullable(),
-    interactive: jsonObject.nullable(),
-    media: jsonObject.nullable(),
+    interactive: MessageInteractive.nullable(),
+    media: MessageMedia.nullable(),
     payload: jsonObject.nullable(),
     context_message_id: z.string().nullable(),
     status: z.enum(["received", "pending", "sent", "delivered", "read", "failed", "stored"]),

@@ -879,12 +879,8 @@ export interface components {
       } | null;
       /** Format: uuid */
       id: string;
-      interactive: {
-        [key: string]: unknown;
-      } | null;
-      media: {
-        [key: string]: unknown;
-      } | null;
+      interactive: components["schemas"]["MessageInteractive"] | null;
+      media: components["schemas"]["MessageMedia"] | null;
       /** @description WhatsApp's message id (wamid), once sent or received */
       message_id: string | null;
       payload: {
@@ -903,6 +899,31 @@ export interface components {
       /** Format: date-time */
       updated_at: string;
       upstream_timestamp: string | null;
+    };
+    MessageInteractive: {
+      description?: string;
+      id?: string;
+      title?: string;
+      /** @description button_reply, list_reply or button (a template's quick reply) */
+      type?: string;
+      [key: string]: unknown;
+    };
+    MessageMedia: {
+      caption?: string;
+      /** @description Why the download failed */
+      error?: string;
+      filename?: string;
+      /** @description WhatsApp's media id */
+      id?: string;
+      mime_type?: string;
+      sha256?: string;
+      /** @description Bytes, once stored */
+      size?: number;
+      /** @enum {string} */
+      status?: "pending" | "stored" | "failed";
+      /** @description Where to download our copy, once stored */
+      url?: string;
+      [key: string]: unknown;
     };
     MessagingConfig: {
       business_account_id: string | null;

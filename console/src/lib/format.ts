@@ -61,3 +61,19 @@ export function dayLabel(iso: string, now = new Date()) {
   if (date.toDateString() === yesterday.toDateString()) return "Yesterday";
   return date.getFullYear() === now.getFullYear() ? longDay.format(date) : longDayYear.format(date);
 }
+
+/**
+ * A template's component of one type (BODY, HEADER, ...), as Meta lists it: the
+ * document passes Meta's components through as objects, so only string fields count.
+ */
+export function templateComponent(
+  template: { components: Record<string, unknown>[] } | undefined,
+  type: "HEADER" | "BODY" | "FOOTER",
+): { text: string | undefined; format: string | undefined } | undefined {
+  const found = template?.components.find((c) => typeof c.type === "string" && c.type.toUpperCase() === type);
+  if (!found) return undefined;
+  return {
+    text: typeof found.text === "string" ? found.text : undefined,
+    format: typeof found.format === "string" ? found.format : undefined,
+  };
+}

@@ -2,6 +2,7 @@ import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useState } from "react";
 import { useLocation, useSearch } from "wouter";
 import { errorText } from "../../lib/api";
+import { templateComponent } from "../../lib/format";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, PageHeader, Spinner } from "../../lib/ui";
 import { useTemplates } from "../inbox/api";
@@ -117,8 +118,8 @@ export function CampaignWizard() {
         ? Object.fromEntries(keys.map((k, i) => [k, String(v[i] ?? "")]))
         : ((v ?? {}) as Record<string, string>);
     const t = templates.data?.find((x) => x.name === c.template.name && x.language === c.template.language);
-    setBody(asMap(c.parameters.body, keysOf(t?.components.find((x) => x.type === "BODY")?.text)));
-    const h = t?.components.find((x) => x.type === "HEADER");
+    setBody(asMap(c.parameters.body, keysOf(templateComponent(t, "BODY")?.text)));
+    const h = templateComponent(t, "HEADER");
     setHeader(asMap(c.parameters.header, h && (h.format ?? "TEXT") !== "TEXT" ? ["link"] : keysOf(h?.text)));
     setButtons(
       Object.fromEntries(
@@ -137,8 +138,8 @@ export function CampaignWizard() {
   const template: WaTemplate | undefined = templates.data?.find(
     (t) => `${t.name}|${t.language}` === templateKey,
   );
-  const bodyText = template?.components.find((c) => c.type === "BODY")?.text;
-  const headerComponent = template?.components.find((c) => c.type === "HEADER");
+  const bodyText = templateComponent(template, "BODY")?.text;
+  const headerComponent = templateComponent(template, "HEADER");
   const bodyKeys = useMemo(() => keysOf(bodyText), [bodyText]);
   const headerIsMedia = headerComponent && (headerComponent.format ?? "TEXT") !== "TEXT";
   const headerKeys = useMemo(

@@ -18,6 +18,9 @@ const REASONS: Record<string, string> = {
   no_account: "Your login is not part of an account.",
 };
 
+/** A field of Meta's answer about the number (the document passes it through unchecked), when it is text. */
+const stringField = (value: unknown) => (typeof value === "string" ? value : undefined);
+
 const FIELDS = ["phone_number_id", "business_account_id", "access_token", "verify_token", "pin"] as const;
 
 export function ChannelPage() {
@@ -93,8 +96,10 @@ export function ChannelPage() {
               {h.connected ? <Badge tone="ok">Connected</Badge> : <Badge tone="bad">Not connected</Badge>}
               {h.phone_info ? (
                 <span className="health-number">
-                  {h.phone_info.display_phone_number ?? h.phone_info.id}
-                  {h.phone_info.verified_name ? ` · ${h.phone_info.verified_name}` : ""}
+                  {stringField(h.phone_info.display_phone_number) ?? h.phone_info.id}
+                  {stringField(h.phone_info.verified_name)
+                    ? ` · ${stringField(h.phone_info.verified_name)}`
+                    : ""}
                 </span>
               ) : null}
             </div>
@@ -111,7 +116,7 @@ export function ChannelPage() {
                 <dt>Business account id</dt>
                 <dd>{h.config.business_account_id ?? "—"}</dd>
                 <dt>Quality rating</dt>
-                <dd>{h.phone_info?.quality_rating ?? "—"}</dd>
+                <dd>{stringField(h.phone_info?.quality_rating) ?? "—"}</dd>
                 <dt>Registered</dt>
                 <dd>{h.config.registered_at ? fullTime(h.config.registered_at) : "not yet"}</dd>
                 <dt>Webhooks subscribed</dt>

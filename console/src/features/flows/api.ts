@@ -1,6 +1,6 @@
 /** The flows feature's calls: flows, their nodes, templates, activation and runs. */
 import { api } from "../../lib/api";
-import type { Flow, FlowNode, FlowTemplate, Issue, Run, RunEvent } from "../../lib/types";
+import type { Flow, FlowTemplate, FlowWithNodes, Issue, Run, RunEvent } from "../../lib/types";
 
 export const flowKeys = {
   /** Every flow list (lib/live invalidates it on flow events). */
@@ -12,11 +12,6 @@ export const flowKeys = {
   runs: (flowId: string) => ["runs", flowId] as const,
   run: (flowId: string, runId: string | undefined) => ["runs", flowId, runId] as const,
 };
-
-export interface FlowWithNodes {
-  flow: Flow;
-  nodes: FlowNode[];
-}
 
 export const fetchFlows = () => api<{ flows: Flow[] }>("/api/flows?limit=200").then((r) => r.flows);
 

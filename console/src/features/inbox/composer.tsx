@@ -1,12 +1,13 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useId, useRef, useState } from "react";
+import { templateComponent } from "../../lib/format";
 import type { WaTemplate } from "../../lib/types";
 import { FormError, ICONS, Icon } from "../../lib/ui";
 import { addNote, sendMedia, sendTemplate, sendText, useCannedResponses, useTemplates } from "./api";
 import { EmojiPopover } from "./emoji-popover";
 
 function placeholders(t: WaTemplate) {
-  const body = t.components.find((c) => c.type.toUpperCase() === "BODY")?.text ?? "";
+  const body = templateComponent(t, "BODY")?.text ?? "";
   return [...new Set([...body.matchAll(/\{\{(\d+)\}\}/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
 }
 
@@ -67,11 +68,7 @@ function TemplatePicker(props: { conversationId: string; onSent: () => void }) {
           Send template
         </button>
       </div>
-      {template ? (
-        <p className="template-preview">
-          {template.components.find((c) => c.type.toUpperCase() === "BODY")?.text}
-        </p>
-      ) : null}
+      {template ? <p className="template-preview">{templateComponent(template, "BODY")?.text}</p> : null}
       <FormError error={send.error?.message} />
     </form>
   );

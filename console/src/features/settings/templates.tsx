@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { shortTime } from "../../lib/format";
+import { shortTime, templateComponent } from "../../lib/format";
 import { Badge, Empty, FormError, Spinner } from "../../lib/ui";
 import { inboxKeys, syncTemplates, useTemplates } from "../inbox/api";
 
@@ -73,7 +73,7 @@ export function TemplateSettings() {
                       {t.status}
                     </Badge>
                   </td>
-                  <td className="clip">{t.components.find((c) => c.type.toUpperCase() === "BODY")?.text}</td>
+                  <td className="clip">{templateComponent(t, "BODY")?.text}</td>
                   <td data-label="Updated">{shortTime(t.updated_at)}</td>
                 </tr>
               ))}

@@ -14,7 +14,7 @@ import {
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "wouter";
 import { HttpError } from "../../../lib/api";
-import type { Flow, FlowNode, Issue, NodeType, TriggerType } from "../../../lib/types";
+import type { Flow, FlowNode, FlowWithNodes, Issue, NodeType, TriggerType } from "../../../lib/types";
 import { Badge, FormError, ICONS, Icon, Spinner } from "../../../lib/ui";
 import { useMembers } from "../../inbox/api";
 
@@ -22,8 +22,8 @@ import { useMembers } from "../../inbox/api";
 const NODE_HALF_WIDTH = 110;
 const NODE_HALF_HEIGHT = 40;
 
-import { NODE_REGISTRY } from "../../../../../src/flows/node-types/index.js";
-import { type FlowWithNodes, fetchFlowWithNodes, flowKeys, saveFlow, setFlowStatus } from "../api";
+import { isNodeType, NODE_REGISTRY } from "../../../../../src/flows/node-types/index.js";
+import { fetchFlowWithNodes, flowKeys, saveFlow, setFlowStatus } from "../api";
 import {
   DEFAULT_CONFIGS,
   freshKey,
@@ -52,13 +52,20 @@ function toDraft(data: FlowWithNodes): Draft {
     trigger_type: data.flow.trigger_type,
     trigger_config: data.flow.trigger_config ?? {},
     entry_node_id: data.flow.entry_node_id,
-    nodes: data.nodes.map((n) => ({
-      node_key: n.node_key,
-      node_type: n.node_type,
-      config: n.config ?? {},
-      position_x: n.position_x ?? 0,
-      position_y: n.position_y ?? 0,
-    })),
+    // Every saved node has a known type (a save checks it); the guard tells the compiler so.
+    nodes: data.nodes.flatMap((n) =>
+      isNodeType(n.node_type)
+        ? [
+            {
+              node_key: n.node_key,
+              node_type: n.node_type,
+              config: n.config,
+              position_x: n.position_x,
+              position_y: n.position_y,
+            },
+          ]
+        : [],
+    ),
   };
 }
 

@@ -1,10 +1,11 @@
+import { templateComponent } from "../../../../lib/format";
 import type { WaTemplate } from "../../../../lib/types";
 import { useTemplates } from "../../../inbox/api";
 import { arr, Next, type NodeForm, type NodeFormProps, type Rec, Select, s, TextInput } from "./fields";
 
 /** The highest `{{n}}` in a template's body: how many body parameters a send must give. */
 function bodyPlaceholders(template: WaTemplate | undefined) {
-  const body = template?.components.find((x) => x.type.toLowerCase() === "body")?.text ?? "";
+  const body = templateComponent(template, "BODY")?.text ?? "";
   return Math.max(0, ...[...body.matchAll(/\{\{\s*(\d+)\s*\}\}/g)].map((m) => Number(m[1])));
 }
 
@@ -56,7 +57,7 @@ function TemplateFields(props: NodeFormProps) {
     const slots = Array.from({ length: bodyPlaceholders(template) }, (_, i) => params[i] ?? "");
     props.onConfig(withBodyParameters(next, slots), "template");
   };
-  const body = chosen?.components.find((x) => x.type.toLowerCase() === "body")?.text;
+  const body = templateComponent(chosen, "BODY")?.text;
   return (
     <>
       {list.length ? (
