@@ -1,25 +1,22 @@
 import createClient from "openapi-fetch";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import type { paths } from "../../console/src/lib/api-types.gen.js";
 import { DEMO_IMAGE } from "../../src/upstream/sandbox/demo-media.js";
-import { business, customerOf, type SandboxedApp, startSandboxedApp } from "../helpers/sandbox-app.js";
+import { sandboxTest as it } from "../helpers/fixtures.js";
 
 /**
  * A client generated from the OpenAPI document (openapi-typescript's types,
  * openapi-fetch's calls) used as an integrator would: over HTTP, typed by the
  * document alone. Wrong paths, bodies or answers fail to compile or to run.
  */
-let s: SandboxedApp;
-let baseUrl: string;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-  baseUrl = new URL(s.webhookUrl).origin;
-});
-afterAll(() => s.close());
 
 describe("a client generated from the OpenAPI document", () => {
-  it("signs in, builds a flow, answers a conversation, uploads a photo and reads the event stream", async () => {
-    const b = await business(s);
+  it("signs in, builds a flow, answers a conversation, uploads a photo and reads the event stream", async ({
+    s,
+    biz: b,
+    customer,
+  }) => {
+    const baseUrl = new URL(s.webhookUrl).origin;
     const anonymous = createClient<paths>({ baseUrl });
 
     const signIn = await anonymous.POST("/api/auth/sign-in/email", {
@@ -37,7 +34,7 @@ describe("a client generated from the OpenAPI document", () => {
     expect(read.data?.flow.name).toBe("Welcome");
     expect(read.data?.nodes).toEqual([]);
 
-    await customerOf(s, b).text("Hello, is the shop open?");
+    await customer.text("Hello, is the shop open?");
     const listed = await api.GET("/api/conversations", {});
     const conversation = listed.data?.conversations[0];
     expect(conversation?.last_message?.text).toBe("Hello, is the shop open?");

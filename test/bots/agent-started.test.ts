@@ -1,22 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  business,
-  conversationsOf,
-  customerOf,
-  type SandboxedApp,
-  startSandboxedApp,
-  upstreamCalls,
-} from "../helpers/sandbox-app.js";
-
-let s: SandboxedApp;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-});
-afterAll(() => s.close());
+import { describe, expect } from "vitest";
+import { sandboxTest as it } from "../helpers/fixtures.js";
+import { conversationsOf, customerOf, upstreamCalls } from "../helpers/sandbox-app.js";
 
 describe("a conversation an agent starts", () => {
-  it("begins paused, so the customer's keyword reaches the agent; closing re-arms it", async () => {
-    const b = await business(s);
+  it("begins paused, so the customer's keyword reaches the agent; closing re-arms it", async ({
+    s,
+    biz: b,
+  }) => {
     const call = (method: "POST" | "PATCH", url: string, payload: object) =>
       s.t.app.inject({ method, url, headers: b.user.headers, payload });
     expect((await call("POST", "/api/messaging/templates/sync", {})).statusCode).toBe(200);

@@ -1,35 +1,26 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { isWindowOpen, WINDOW_MS, windowExpiresAt } from "../../src/inbox/window.js";
-import { insertContact } from "../helpers/fixtures.js";
+import { insertContact, sandboxTest as it } from "../helpers/fixtures.js";
 import {
   type Business,
   business,
   conversationsOf,
-  customerOf,
   messagesOf,
   type SandboxedApp,
-  startSandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
-
-let s: SandboxedApp;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-});
-afterAll(() => s.close());
-beforeEach(() => s.sandbox.clearRequests());
 
 const HOUR = 60 * 60 * 1000;
 const unix = (ms: number) => Math.floor(ms / 1000);
 
-const send = (b: Business, conversationId: string, payload: unknown) =>
+const send = (s: SandboxedApp, b: Business, conversationId: string, payload: unknown) =>
   s.t.app.inject({
     method: "POST",
     url: `/api/conversations/${conversationId}/messages`,
     headers: { ...b.user.headers, "content-type": "application/json" },
     payload: JSON.stringify(payload),
   });
-const read = (b: Business, conversationId: string) =>
+const read = (s: SandboxedApp, b: Business, conversationId: string) =>
   s.t.app.inject({
     method: "POST",
     url: `/api/conversations/${conversationId}/read`,
@@ -37,9 +28,7 @@ const read = (b: Business, conversationId: string) =>
   });
 
 describe("the 24-hour window", () => {
-  it("runs from Meta's timestamp of the customer's last message", async () => {
-    const b = await business(s);
-    const customer = customerOf(s, b);
+  it("runs from Meta's timestamp of the customer's last message", async ({ s, biz: b, customer }) => {
     const wrote = unix(Date.now() - 23 * HOUR);
     await customer.text("Still open?", { timestamp: wrote });
     const [conversation] = await conversationsOf(s, b);
@@ -49,17 +38,19 @@ describe("the 24-hour window", () => {
     await customer.text("late delivery", { timestamp: wrote - 3600 });
     expect((await conversationsOf(s, b))[0].window_expires_at).toBe(conversation.window_expires_at);
 
-    const response = await send(b, conversation.id, { text: "Yes, for another hour" });
+    const response = await send(s, b, conversation.id, { text: "Yes, for another hour" });
     expect(response.statusCode).toBe(201);
   });
 
-  it("answers 422 window_closed to a free-form send after it, before any upstream call", async () => {
-    const b = await business(s);
-    const customer = customerOf(s, b);
+  it("answers 422 window_closed to a free-form send after it, before any upstream call", async ({
+    s,
+    biz: b,
+    customer,
+  }) => {
     await customer.text("Hello yesterday", { timestamp: unix(Date.now() - 25 * HOUR) });
     const [conversation] = await conversationsOf(s, b);
     s.sandbox.clearRequests();
-    const response = await send(b, conversation.id, { text: "Sorry for the delay" });
+    const response = await send(s, b, conversation.id, { text: "Sorry for the delay" });
     expect(response.statusCode).toBe(422);
     expect(response.json()).toEqual({
       error: "The 24-hour customer service window has closed: only an approved template can be sent now",
@@ -69,11 +60,10 @@ describe("the 24-hour window", () => {
     expect((await messagesOf(s, b, conversation.id)).map((m) => m.text)).toEqual(["Hello yesterday"]);
   });
 
-  it("is null and closed when the customer never wrote", async () => {
-    const b = await business(s);
+  it("is null and closed when the customer never wrote", async ({ s, biz: b }) => {
     const { conversation } = await insertContact(s.t, { accountId: b.accountId, customerWroteAt: null });
     expect((await conversationsOf(s, b))[0].window_expires_at).toBeNull();
-    const response = await send(b, conversation.id, { text: "Hi!" });
+    const response = await send(s, b, conversation.id, { text: "Hi!" });
     expect(response.statusCode).toBe(422);
     expect(response.json()).toEqual({
       error: expect.stringMatching(/has not written yet/),
@@ -92,12 +82,10 @@ describe("the 24-hour window", () => {
 });
 
 describe("a send that Meta fails with 131047", () => {
-  it("leaves the message failed with Meta's error", async () => {
-    const b = await business(s);
-    const customer = customerOf(s, b);
+  it("leaves the message failed with Meta's error", async ({ s, biz: b, customer }) => {
     await customer.text("hi");
     const [conversation] = await conversationsOf(s, b);
-    const sent = (await send(b, conversation.id, { text: "answer" })).json().message;
+    const sent = (await send(s, b, conversation.id, { text: "answer" })).json().message;
     await customer.status({
       messageId: sent.message_id,
       status: "failed",
@@ -112,18 +100,20 @@ describe("a send that Meta fails with 131047", () => {
 });
 
 describe("unread_count and POST /api/conversations/{id}/read", () => {
-  it("counts customer messages, marks the latest read upstream, and resets the count", async () => {
-    const b = await business(s);
-    const customer = customerOf(s, b);
+  it("counts customer messages, marks the latest read upstream, and resets the count", async ({
+    s,
+    biz: b,
+    customer,
+  }) => {
     await customer.text("one");
     const second = await customer.text("two");
     const [conversation] = await conversationsOf(s, b);
     expect(conversation.unread_count).toBe(2);
-    await send(b, conversation.id, { text: "our reply does not count" });
+    await send(s, b, conversation.id, { text: "our reply does not count" });
     expect((await conversationsOf(s, b))[0].unread_count).toBe(2);
 
     s.sandbox.clearRequests();
-    const response = await read(b, conversation.id);
+    const response = await read(s, b, conversation.id);
     expect(response.statusCode).toBe(200);
     expect(response.json().conversation).toMatchObject({ id: conversation.id, unread_count: 0 });
     const calls = upstreamCalls(s, "POST", `/${b.phoneNumberId}/messages`);
@@ -132,29 +122,31 @@ describe("unread_count and POST /api/conversations/{id}/read", () => {
     ]);
 
     s.sandbox.clearRequests();
-    expect((await read(b, conversation.id)).statusCode).toBe(200);
+    expect((await read(s, b, conversation.id)).statusCode).toBe(200);
     expect(s.sandbox.requests()).toEqual([]);
 
     await customer.text("three");
     expect((await conversationsOf(s, b))[0].unread_count).toBe(1);
   });
 
-  it("changes nothing when Meta fails (502), and answers 404 for another account", async () => {
-    const b = await business(s);
-    const customer = customerOf(s, b);
+  it("changes nothing when Meta fails (502), and answers 404 for another account", async ({
+    s,
+    biz: b,
+    customer,
+  }) => {
     await customer.text("are you there?");
     const [conversation] = await conversationsOf(s, b);
     s.sandbox.inject(
       { method: "POST", path: "/messages", readReceipts: true },
       { status: 500, error: { code: 2, message: "Service unavailable" } },
     );
-    const response = await read(b, conversation.id);
+    const response = await read(s, b, conversation.id);
     expect(response.statusCode).toBe(502);
     expect(response.json()).toEqual({ error: "Service unavailable" });
     expect((await conversationsOf(s, b))[0].unread_count).toBe(1);
 
     const other = await business(s);
-    expect((await read(other, conversation.id)).statusCode).toBe(404);
-    expect((await read(other, "nope")).statusCode).toBe(404);
+    expect((await read(s, other, conversation.id)).statusCode).toBe(404);
+    expect((await read(s, other, "nope")).statusCode).toBe(404);
   });
 });
