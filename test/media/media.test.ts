@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { downloadMessageMedia } from "../../src/media/download.js";
 import { DEMO_IMAGE } from "../../src/upstream/sandbox/demo-media.js";
-import { insertContact } from "../helpers/fixtures.js";
+import { insertContact, sandboxTest as it } from "../helpers/fixtures.js";
 import { signUp } from "../helpers/harness.js";
 import {
   type Business,
@@ -10,22 +10,15 @@ import {
   customerOf,
   messagesOf,
   type SandboxedApp,
-  startSandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
 import { multipart } from "./multipart.js";
-
-let s: SandboxedApp;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-});
-afterAll(() => s.close());
-beforeEach(() => s.sandbox.clearRequests());
 
 const b64 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("base64");
 
 /** A customer of a new business sends a file; answers the stored message once its jobs are done. */
 async function customerSends(
+  s: SandboxedApp,
   b: Business,
   file: {
     bytes: Buffer;
@@ -61,13 +54,18 @@ async function customerSends(
   return { message, mediaId, customer };
 }
 
-const getMedia = (b: Business | { user: { headers: Record<string, string> } } | null, id: string) =>
-  s.t.app.inject({ url: `/api/messages/${id}/media`, headers: b?.user.headers ?? {} });
+const getMedia = (
+  s: SandboxedApp,
+  b: Business | { user: { headers: Record<string, string> } } | null,
+  id: string,
+) => s.t.app.inject({ url: `/api/messages/${id}/media`, headers: b?.user.headers ?? {} });
 
 describe("media from customers", () => {
-  it("is downloaded at once, checked and stored, then served to members with safe headers", async () => {
-    const b = await business(s);
-    const { message, mediaId } = await customerSends(b, {
+  it("is downloaded at once, checked and stored, then served to members with safe headers", async ({
+    s,
+    biz: b,
+  }) => {
+    const { message, mediaId } = await customerSends(s, b, {
       bytes: DEMO_IMAGE,
       mimeType: "image/png",
       caption: "Our table",
@@ -86,7 +84,7 @@ describe("media from customers", () => {
     const [download] = upstreamCalls(s, "GET", "/whatsapp_business/attachments/");
     expect(download?.headers.authorization).toBe("Bearer [masked]");
 
-    const served = await getMedia(b, message.id);
+    const served = await getMedia(s, b, message.id);
     expect(served.statusCode).toBe(200);
     expect(served.rawPayload.equals(DEMO_IMAGE)).toBe(true);
     expect(served.headers).toMatchObject({
@@ -101,16 +99,15 @@ describe("media from customers", () => {
     expect(listed[0].media).toMatchObject({ status: "stored", url: `/api/messages/${message.id}/media` });
   });
 
-  it("serves a document as an attachment with a safe filename", async () => {
-    const b = await business(s);
+  it("serves a document as an attachment with a safe filename", async ({ s, biz: b }) => {
     const bytes = Buffer.from("%PDF-1.4\n% a tiny document\n");
-    const { message } = await customerSends(b, {
+    const { message } = await customerSends(s, b, {
       bytes,
       mimeType: "application/pdf",
       type: "document",
       filename: 'Menü "spring".pdf',
     });
-    const served = await getMedia(b, message.id);
+    const served = await getMedia(s, b, message.id);
     expect(served.statusCode).toBe(200);
     expect(served.headers["content-type"]).toBe("application/pdf");
     expect(served.headers["content-disposition"]).toBe(
@@ -118,34 +115,38 @@ describe("media from customers", () => {
     );
   });
 
-  it("serves a customer's filename without its right-to-left override or control characters", async () => {
-    const b = await business(s);
-    const { message } = await customerSends(b, {
+  it("serves a customer's filename without its right-to-left override or control characters", async ({
+    s,
+    biz: b,
+  }) => {
+    const { message } = await customerSends(s, b, {
       bytes: Buffer.from("%PDF-1.4\n% invoice\n"),
       mimeType: "application/pdf",
       type: "document",
       filename: "invoice\u202Efdp.exe\u0007",
     });
-    const served = await getMedia(b, message.id);
+    const served = await getMedia(s, b, message.id);
     expect(served.statusCode).toBe(200);
     const disposition = String(served.headers["content-disposition"]);
     expect(disposition).toBe(`attachment; filename="invoicefdp.exe"; filename*=UTF-8''invoicefdp.exe`);
     expect(disposition).not.toMatch(/%E2%80%AE|\u202e/i);
   });
 
-  it("answers 404 to other accounts, 403 without an account, 401 without a session", async () => {
-    const b = await business(s);
-    const { message } = await customerSends(b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
+  it("answers 404 to other accounts, 403 without an account, 401 without a session", async ({
+    s,
+    biz: b,
+  }) => {
+    const { message } = await customerSends(s, b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
     const other = await business(s);
-    expect((await getMedia(other, message.id)).statusCode).toBe(404);
-    expect((await getMedia(other, "not-a-uuid")).statusCode).toBe(404);
-    expect((await getMedia({ user: await signUp(s.t.app) }, message.id)).statusCode).toBe(403);
-    expect((await getMedia(null, message.id)).statusCode).toBe(401);
+    expect((await getMedia(s, other, message.id)).statusCode).toBe(404);
+    expect((await getMedia(s, other, "not-a-uuid")).statusCode).toBe(404);
+    expect((await getMedia(s, { user: await signUp(s.t.app) }, message.id)).statusCode).toBe(403);
+    expect((await getMedia(s, null, message.id)).statusCode).toBe(401);
   });
 
-  it("is never stored when its sha256 or size differs from what Meta announced", async () => {
-    const b = await business(s);
+  it("is never stored when its sha256 or size differs from what Meta announced", async ({ s, biz: b }) => {
     const wrongHash = await customerSends(
+      s,
       b,
       { bytes: DEMO_IMAGE, mimeType: "image/png" },
       { sha256: createHash("sha256").update("something else").digest("hex") },
@@ -155,10 +156,11 @@ describe("media from customers", () => {
       error: "The file's sha256 does not match the one Meta announced",
     });
     expect(wrongHash.message.media.url).toBeUndefined();
-    expect((await getMedia(b, wrongHash.message.id)).statusCode).toBe(404);
+    expect((await getMedia(s, b, wrongHash.message.id)).statusCode).toBe(404);
     expect(await s.t.app.deps.media.get(`${b.accountId}/${wrongHash.message.id}`)).toBeNull();
 
     const longer = await customerSends(
+      s,
       b,
       { bytes: DEMO_IMAGE, mimeType: "image/png" },
       { fileSize: DEMO_IMAGE.length - 10 },
@@ -168,6 +170,7 @@ describe("media from customers", () => {
       error: expect.stringMatching(/larger than the \d+ bytes Meta announced/),
     });
     const shorter = await customerSends(
+      s,
       b,
       { bytes: DEMO_IMAGE, mimeType: "image/png" },
       { fileSize: DEMO_IMAGE.length + 10 },
@@ -176,14 +179,16 @@ describe("media from customers", () => {
       status: "failed",
       error: expect.stringMatching(/Meta announced/),
     });
-    expect((await getMedia(b, shorter.message.id)).statusCode).toBe(404);
+    expect((await getMedia(s, b, shorter.message.id)).statusCode).toBe(404);
   });
 
-  it("is tried again after a failure, and marked failed with the reason on the last attempt", async () => {
-    const b = await business(s);
+  it("is tried again after a failure, and marked failed with the reason on the last attempt", async ({
+    s,
+    biz: b,
+  }) => {
     // Meta is down while the message arrives: the job's first attempt fails.
     s.sandbox.inject({ method: "GET", path: /^\/v\d+\.\d+\/\d+$/ }, { status: 500, times: 1 });
-    const { message } = await customerSends(b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
+    const { message } = await customerSends(s, b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
     expect(message.media.status).toBe("pending");
     const deps = s.t.app.deps;
     // graphile-worker's next attempt (here run directly, without its backoff) finds Meta back.
@@ -196,7 +201,7 @@ describe("media from customers", () => {
     );
 
     s.sandbox.inject({ method: "GET", path: /^\/v\d+\.\d+\/\d+$/ }, { status: 500, times: 3 });
-    const second = await customerSends(b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
+    const second = await customerSends(s, b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
     await expect(
       downloadMessageMedia(deps, { messageId: second.message.id }, { attempt: 7, maxAttempts: 8 }),
     ).rejects.toThrow();
@@ -212,10 +217,12 @@ describe("media from customers", () => {
     });
   });
 
-  it("fails an attempt whose download URL expired, and a later attempt asks for a fresh one", async () => {
-    const b = await business(s);
+  it("fails an attempt whose download URL expired, and a later attempt asks for a fresh one", async ({
+    s,
+    biz: b,
+  }) => {
     s.sandbox.inject({ method: "GET", path: /^\/v\d+\.\d+\/\d+$/ }, { status: 503, times: 1 });
-    const { message } = await customerSends(b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
+    const { message } = await customerSends(s, b, { bytes: DEMO_IMAGE, mimeType: "image/png" });
     const deps = s.t.app.deps;
     // The job gets the URL, then more than 5 minutes pass before it downloads.
     const slow = {
@@ -241,6 +248,7 @@ describe("media from customers", () => {
 
 describe("POST /api/conversations/{id}/media", () => {
   const upload = (
+    s: SandboxedApp,
     b: Business,
     conversationId: string,
     body: ReturnType<typeof multipart> | { payload: string; headers: Record<string, string> },
@@ -258,10 +266,10 @@ describe("POST /api/conversations/{id}/media", () => {
     bytes,
   });
 
-  it("uploads the photo to Meta, sends it by id, and keeps our copy", async () => {
-    const b = await business(s);
+  it("uploads the photo to Meta, sends it by id, and keeps our copy", async ({ s, biz: b }) => {
     const { conversation, contact } = await insertContact(s.t, { accountId: b.accountId });
     const response = await upload(
+      s,
       b,
       conversation.id,
       multipart([{ name: "caption", value: "Table for two" }, png()]),
@@ -300,15 +308,15 @@ describe("POST /api/conversations/{id}/media", () => {
       image: { id: mediaId, caption: "Table for two" },
       biz_opaque_callback_data: message.id,
     });
-    const copy = await getMedia(b, message.id);
+    const copy = await getMedia(s, b, message.id);
     expect(copy.statusCode).toBe(200);
     expect(copy.rawPayload.equals(DEMO_IMAGE)).toBe(true);
   });
 
-  it("sends a text file, and a filename without its control and bidi characters", async () => {
-    const b = await business(s);
+  it("sends a text file, and a filename without its control and bidi characters", async ({ s, biz: b }) => {
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
     const response = await upload(
+      s,
       b,
       conversation.id,
       multipart([
@@ -325,15 +333,15 @@ describe("POST /api/conversations/{id}/media", () => {
     expect(upstreamCalls(s, "POST", "/messages")[0]?.body).toMatchObject({
       document: { filename: "notestxt.exe" },
     });
-    const served = await getMedia(b, response.json().message.id);
+    const served = await getMedia(s, b, response.json().message.id);
     expect(String(served.headers["content-disposition"])).not.toMatch(/%E2%80%AE/i);
   });
 
-  it("sends a document with its filename", async () => {
-    const b = await business(s);
+  it("sends a document with its filename", async ({ s, biz: b }) => {
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
     const bytes = Buffer.from("%PDF-1.4 menu");
     const response = await upload(
+      s,
       b,
       conversation.id,
       multipart([{ name: "file", filename: "menu.pdf", type: "application/pdf", bytes }]),
@@ -345,8 +353,10 @@ describe("POST /api/conversations/{id}/media", () => {
     });
   });
 
-  it("refuses bad uploads with a clear error, before calling Meta and writing anything", async () => {
-    const b = await business(s);
+  it("refuses bad uploads with a clear error, before calling Meta and writing anything", async ({
+    s,
+    biz: b,
+  }) => {
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
     const cases: Array<
       [ReturnType<typeof multipart> | { payload: string; headers: Record<string, string> }, number, RegExp]
@@ -405,7 +415,7 @@ describe("POST /api/conversations/{id}/media", () => {
       ],
     ];
     for (const [body, status, error] of cases) {
-      const response = await upload(b, conversation.id, body);
+      const response = await upload(s, b, conversation.id, body);
       expect(response.statusCode, `${status} ${error}`).toBe(status);
       expect(response.json().error).toMatch(error);
     }
@@ -413,36 +423,36 @@ describe("POST /api/conversations/{id}/media", () => {
     expect(await messagesOf(s, b, conversation.id)).toEqual([]);
   });
 
-  it("answers 422 window_closed outside the 24-hour window, and 404 for another account's conversation", async () => {
-    const b = await business(s);
+  it("answers 422 window_closed outside the 24-hour window, and 404 for another account's conversation", async ({
+    s,
+    biz: b,
+  }) => {
     const { conversation } = await insertContact(s.t, {
       accountId: b.accountId,
       customerWroteAt: new Date(Date.now() - 25 * 60 * 60 * 1000),
     });
-    const response = await upload(b, conversation.id, multipart([png()]));
+    const response = await upload(s, b, conversation.id, multipart([png()]));
     expect(response.statusCode).toBe(422);
     expect(response.json()).toEqual({ error: expect.stringMatching(/24-hour/), code: "window_closed" });
     const other = await business(s);
-    expect((await upload(other, conversation.id, multipart([png()]))).statusCode).toBe(404);
+    expect((await upload(s, other, conversation.id, multipart([png()]))).statusCode).toBe(404);
     expect(s.sandbox.requests()).toEqual([]);
     expect(await messagesOf(s, b, conversation.id)).toEqual([]);
   });
 
-  it("answers 502 and writes nothing when Meta refuses the upload", async () => {
-    const b = await business(s);
+  it("answers 502 and writes nothing when Meta refuses the upload", async ({ s, biz: b }) => {
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
     s.sandbox.inject(
       { method: "POST", path: "/media" },
       { status: 400, error: { code: 131053, message: "Media upload error" } },
     );
-    const response = await upload(b, conversation.id, multipart([png()]));
+    const response = await upload(s, b, conversation.id, multipart([png()]));
     expect(response.statusCode).toBe(502);
     expect(response.json()).toEqual({ error: "Media upload error" });
     expect(await messagesOf(s, b, conversation.id)).toEqual([]);
   });
 
-  it("keeps the JSON body limit at 1 MiB beside the multipart limits", async () => {
-    const b = await business(s);
+  it("keeps the JSON body limit at 1 MiB beside the multipart limits", async ({ s, biz: b }) => {
     const { conversation } = await insertContact(s.t, { accountId: b.accountId });
     const response = await s.t.app.inject({
       method: "POST",
