@@ -1,12 +1,12 @@
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { statusPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
+import { sandboxTest as it } from "../helpers/fixtures.js";
 import {
   type Business,
   business,
   customerOf,
   type SandboxedApp,
-  startSandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
 import { postWebhook } from "../messaging/webhook/meta.js";
@@ -18,14 +18,7 @@ import { addContacts, CAMPAIGN_TEMPLATES, type Json } from "./helpers.js";
  * resolved as any send's (product.md section 10).
  */
 
-let s: SandboxedApp;
-beforeAll(async () => {
-  s = await startSandboxedApp();
-});
-afterAll(() => s.close());
-beforeEach(() => s.sandbox.clearRequests());
-
-const api = (b: Business, method: "GET" | "POST" | "PUT", url: string, payload?: unknown) =>
+const api = (s: SandboxedApp, b: Business, method: "GET" | "POST" | "PUT", url: string, payload?: unknown) =>
   s.t.app.inject({
     method,
     url,
@@ -33,31 +26,31 @@ const api = (b: Business, method: "GET" | "POST" | "PUT", url: string, payload?:
     ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
   });
 
-async function ready(): Promise<Business> {
+async function ready(s: SandboxedApp): Promise<Business> {
   const b = await business(s);
   s.sandbox.setTemplates(b.businessAccountId, CAMPAIGN_TEMPLATES);
-  expect((await api(b, "POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
+  expect((await api(s, b, "POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
   return b;
 }
 
-async function startedCampaign(b: Business): Promise<string> {
-  const created = await api(b, "POST", "/api/campaigns", {
+async function startedCampaign(s: SandboxedApp, b: Business): Promise<string> {
+  const created = await api(s, b, "POST", "/api/campaigns", {
     name: "Notice",
     template: { name: "plain_notice", language: "en_US" },
     audience: {},
   });
   expect(created.statusCode, created.body).toBe(201);
   const id = created.json().campaign.id as string;
-  expect((await api(b, "POST", `/api/campaigns/${id}/start`)).statusCode).toBe(200);
+  expect((await api(s, b, "POST", `/api/campaigns/${id}/start`)).statusCode).toBe(200);
   return id;
 }
 
-const templateSends = (b: Business) =>
+const templateSends = (s: SandboxedApp, b: Business) =>
   upstreamCalls(s, "POST", `${b.phoneNumberId}/messages`)
     .map((r) => r.body as Json)
     .filter((body) => body.type === "template");
 
-async function recipient(id: string) {
+async function recipient(s: SandboxedApp, id: string) {
   const { rows } = await s.t.database.db.execute<{
     status: string;
     error_code: string | null;
@@ -67,11 +60,11 @@ async function recipient(id: string) {
   return rows[0] as { status: string; error_code: string | null; message_id: string | null };
 }
 
-const campaignOf = async (b: Business, id: string) =>
-  (await api(b, "GET", `/api/campaigns/${id}`)).json().campaign;
+const campaignOf = async (s: SandboxedApp, b: Business, id: string) =>
+  (await api(s, b, "GET", `/api/campaigns/${id}`)).json().campaign;
 
 /** The unknown-outcome window (SEND_UNKNOWN_WINDOW_S) ends: every waiting job is due now. */
-async function windowEnds() {
+async function windowEnds(s: SandboxedApp) {
   await s.t.database.pool.query(
     "update graphile_worker._private_jobs set run_at = now() where locked_at is null",
   );
@@ -79,15 +72,15 @@ async function windowEnds() {
 }
 
 describe("a campaign send whose outcome is unknown", () => {
-  it("is recorded sent when Meta's status names its callback data, and never sent again", async () => {
-    const b = await ready();
+  it("is recorded sent when Meta's status names its callback data, and never sent again", async ({ s }) => {
+    const b = await ready(s);
     const [person] = await addContacts(s.t, b.accountId, 1);
     // Meta takes the send, then the connection drops before its answer.
     s.sandbox.inject({ method: "POST", path: /\/messages$/ }, { dropAfterAccept: true });
-    const id = await startedCampaign(b);
+    const id = await startedCampaign(s, b);
     await s.t.app.deps.jobs.drain();
-    const [sent] = templateSends(b);
-    const waiting = await recipient(id);
+    const [sent] = templateSends(s, b);
+    const waiting = await recipient(s, id);
     expect(waiting).toMatchObject({ status: "sending" });
     expect(sent?.biz_opaque_callback_data).toBe(waiting.message_id);
     expect(sent?.to).toBe(person?.phone);
@@ -105,53 +98,53 @@ describe("a campaign send whose outcome is unknown", () => {
     );
     expect(hook.statusCode).toBe(200);
     await s.t.app.deps.jobs.drain();
-    expect(await recipient(id)).toMatchObject({ status: "sent", error_code: null });
-    await windowEnds();
-    expect(templateSends(b)).toHaveLength(1);
-    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1 } });
+    expect(await recipient(s, id)).toMatchObject({ status: "sent", error_code: null });
+    await windowEnds(s);
+    expect(templateSends(s, b)).toHaveLength(1);
+    expect(await campaignOf(s, b, id)).toMatchObject({ status: "completed", counts: { sent: 1 } });
     const { rows } = await s.t.database.db.execute<{ message_id: string; status: string }>(
       sql`select message_id, status from messages where id = ${waiting.message_id}`,
     );
     expect(rows[0]).toEqual({ message_id: upstreamId, status: "sent" });
   });
 
-  it("is sent once more after the window when no status names it", async () => {
-    const b = await ready();
+  it("is sent once more after the window when no status names it", async ({ s }) => {
+    const b = await ready(s);
     await addContacts(s.t, b.accountId, 1);
     // The connection drops with the request on the wire: nobody can tell whether Meta took it.
     s.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true });
-    const id = await startedCampaign(b);
+    const id = await startedCampaign(s, b);
     await s.t.app.deps.jobs.drain();
-    expect(templateSends(b)).toHaveLength(1);
-    expect(await recipient(id)).toMatchObject({ status: "sending" });
-    expect((await campaignOf(b, id)).status).toBe("running");
+    expect(templateSends(s, b)).toHaveLength(1);
+    expect(await recipient(s, id)).toMatchObject({ status: "sending" });
+    expect((await campaignOf(s, b, id)).status).toBe("running");
 
-    await windowEnds();
-    const sends = templateSends(b);
-    const done = await recipient(id);
+    await windowEnds(s);
+    const sends = templateSends(s, b);
+    const done = await recipient(s, id);
     expect(sends).toHaveLength(2);
     expect(sends.map((body) => body.biz_opaque_callback_data)).toEqual([done.message_id, done.message_id]);
     expect(done).toMatchObject({ status: "sent", error_code: null });
-    await windowEnds();
-    expect(templateSends(b)).toHaveLength(2);
-    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1 } });
+    await windowEnds(s);
+    expect(templateSends(s, b)).toHaveLength(2);
+    expect(await campaignOf(s, b, id)).toMatchObject({ status: "completed", counts: { sent: 1 } });
   });
 
-  it("fails with unknown_outcome when the one resend's outcome is unknown too", async () => {
-    const b = await ready();
+  it("fails with unknown_outcome when the one resend's outcome is unknown too", async ({ s }) => {
+    const b = await ready(s);
     await addContacts(s.t, b.accountId, 1);
     s.sandbox.inject({ method: "POST", path: /\/messages$/ }, { drop: true, times: 2 });
-    const id = await startedCampaign(b);
+    const id = await startedCampaign(s, b);
     await s.t.app.deps.jobs.drain();
-    await windowEnds();
-    expect(templateSends(b)).toHaveLength(2);
-    expect(await recipient(id)).toMatchObject({ status: "sending" });
-    await windowEnds();
-    expect(templateSends(b)).toHaveLength(2);
-    expect(await recipient(id)).toMatchObject({ status: "failed", error_code: "unknown_outcome" });
-    const campaign = await campaignOf(b, id);
+    await windowEnds(s);
+    expect(templateSends(s, b)).toHaveLength(2);
+    expect(await recipient(s, id)).toMatchObject({ status: "sending" });
+    await windowEnds(s);
+    expect(templateSends(s, b)).toHaveLength(2);
+    expect(await recipient(s, id)).toMatchObject({ status: "failed", error_code: "unknown_outcome" });
+    const campaign = await campaignOf(s, b, id);
     expect(campaign).toMatchObject({ status: "completed", counts: { failed: 1 } });
-    const failed = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
+    const failed = (await api(s, b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
     expect(failed.recipients[0]).toMatchObject({
       error_code: "unknown_outcome",
       error_title: expect.stringMatching(/not sent a third time/),
@@ -160,21 +153,23 @@ describe("a campaign send whose outcome is unknown", () => {
 });
 
 describe("customer-facing sends first", () => {
-  it("a bot reply goes out ahead of a running campaign's queued sends, at the number's rate", async () => {
-    const b = await ready();
+  it("a bot reply goes out ahead of a running campaign's queued sends, at the number's rate", async ({
+    s,
+  }) => {
+    const b = await ready(s);
     const rate = 5;
     await s.t.database.pool.query(
       "update messaging_configs set messages_per_second = $1 where account_id = $2",
       [rate, b.accountId],
     );
-    const flow = await api(b, "POST", "/api/flows", {
+    const flow = await api(s, b, "POST", "/api/flows", {
       name: "Hours",
       trigger_type: "keyword",
       trigger_config: { keywords: ["hours"], match_type: "exact" },
     });
     expect(flow.statusCode, flow.body).toBe(201);
     const flowId = flow.json().flow.id as string;
-    const put = await api(b, "PUT", `/api/flows/${flowId}`, {
+    const put = await api(s, b, "PUT", `/api/flows/${flowId}`, {
       entry_node_id: "start",
       nodes: [
         { node_key: "start", node_type: "start", config: { next_node_key: "say" } },
@@ -187,18 +182,18 @@ describe("customer-facing sends first", () => {
       ],
     });
     expect(put.statusCode, put.body).toBe(200);
-    const activated = await api(b, "POST", `/api/flows/${flowId}/activate`, { status: "active" });
+    const activated = await api(s, b, "POST", `/api/flows/${flowId}/activate`, { status: "active" });
     expect(activated.statusCode, activated.body).toBe(200);
 
     await addContacts(s.t, b.accountId, 20);
-    const id = await startedCampaign(b);
+    const id = await startedCampaign(s, b);
     const outbound = () =>
       upstreamCalls(s, "POST", `${b.phoneNumberId}/messages`).filter(
         (r) => (r.body as Json).status !== "read",
       );
     // The campaign is under way, most of it still to send.
     const started = Date.now();
-    while (templateSends(b).length < 3) {
+    while (templateSends(s, b).length < 3) {
       if (Date.now() - started > 10_000) throw new Error("the campaign did not start sending");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -215,7 +210,7 @@ describe("customer-facing sends first", () => {
     expect(reply).toBeLessThanOrEqual(before + 2);
     const campaignAfter = all.slice(reply + 1).filter((r) => (r.body as Json).type === "template");
     expect(campaignAfter.length).toBeGreaterThanOrEqual(10);
-    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 20 } });
+    expect(await campaignOf(s, b, id)).toMatchObject({ status: "completed", counts: { sent: 20 } });
     // And at the number's rate throughout, the reply included.
     const times = all.map((r) => r.at.getTime()).sort((x, y) => x - y);
     for (let i = 0; i + rate < times.length; i++) {
@@ -226,12 +221,14 @@ describe("customer-facing sends first", () => {
 
 describe("a campaign send job that fails every attempt before its claim", () => {
   /** The send jobs' next attempts are due now (graphile-worker backs them off for seconds). */
-  async function retriesDue() {
-    for (let i = 0; i < 4; i++) await windowEnds();
+  async function retriesDue(s: SandboxedApp) {
+    for (let i = 0; i < 4; i++) await windowEnds(s);
   }
 
-  it("fails the recipient send_failed (the campaign completes), and retry-failed sends it once", async () => {
-    const b = await ready();
+  it("fails the recipient send_failed (the campaign completes), and retry-failed sends it once", async ({
+    s,
+  }) => {
+    const b = await ready(s);
     const [person] = await addContacts(s.t, b.accountId, 1);
     const sends = s.t.app.deps.sends;
     const admit = sends.admit.bind(sends);
@@ -240,34 +237,36 @@ describe("a campaign send job that fails every attempt before its claim", () => 
       priority === "campaign" ? Promise.reject(new Error("the database went away")) : admit(priority);
     let id: string;
     try {
-      id = await startedCampaign(b);
+      id = await startedCampaign(s, b);
       await s.t.app.deps.jobs.drain();
-      await retriesDue();
+      await retriesDue(s);
     } finally {
       sends.admit = admit;
     }
-    expect(templateSends(b)).toHaveLength(0);
-    const failed = await recipient(id);
+    expect(templateSends(s, b)).toHaveLength(0);
+    const failed = await recipient(s, id);
     expect(failed).toMatchObject({ status: "failed", error_code: "send_failed" });
     const { rows } = await s.t.database.db.execute<{ status: string }>(
       sql`select status from messages where id = ${failed.message_id}`,
     );
     expect(rows[0]?.status).toBe("failed");
-    expect(await campaignOf(b, id)).toMatchObject({
+    expect(await campaignOf(s, b, id)).toMatchObject({
       status: "completed",
       counts: { total: 1, failed: 1, sent: 0 },
     });
 
-    const retried = await api(b, "POST", `/api/campaigns/${id}/retry-failed`);
+    const retried = await api(s, b, "POST", `/api/campaigns/${id}/retry-failed`);
     expect(retried.statusCode, retried.body).toBe(200);
     await s.t.app.deps.jobs.drain();
-    expect(templateSends(b).map((body) => body.to)).toEqual([person?.phone]);
-    expect(await recipient(id)).toMatchObject({ status: "sent", error_code: null });
-    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 1, failed: 0 } });
+    expect(templateSends(s, b).map((body) => body.to)).toEqual([person?.phone]);
+    expect(await recipient(s, id)).toMatchObject({ status: "sent", error_code: null });
+    expect(await campaignOf(s, b, id)).toMatchObject({ status: "completed", counts: { sent: 1, failed: 0 } });
   }, 30_000);
 
-  it("is failed by the campaign when failing the message failed too (its jobs exhausted, nothing left)", async () => {
-    const b = await ready();
+  it("is failed by the campaign when failing the message failed too (its jobs exhausted, nothing left)", async ({
+    s,
+  }) => {
+    const b = await ready(s);
     await addContacts(s.t, b.accountId, 2);
     const sends = s.t.app.deps.sends;
     const admit = sends.admit.bind(sends);
@@ -275,7 +274,7 @@ describe("a campaign send job that fails every attempt before its claim", () => 
       priority === "campaign" ? Promise.reject(new Error("the database went away")) : admit(priority);
     let id: string;
     try {
-      id = await startedCampaign(b);
+      id = await startedCampaign(s, b);
       await s.t.app.deps.jobs.drain();
       // Their jobs used up their attempts with nobody recording it (the last attempt's own record failed).
       await s.t.database.pool.query(
@@ -294,29 +293,29 @@ describe("a campaign send job that fails every attempt before its claim", () => 
       "update campaign_recipients set claimed_at = now() - interval '5 minutes' where campaign_id = $1",
       [id],
     );
-    await windowEnds();
-    await windowEnds();
-    expect(templateSends(b)).toHaveLength(0);
-    expect(await campaignOf(b, id)).toMatchObject({
+    await windowEnds(s);
+    await windowEnds(s);
+    expect(templateSends(s, b)).toHaveLength(0);
+    expect(await campaignOf(s, b, id)).toMatchObject({
       status: "completed",
       counts: { total: 2, failed: 2 },
     });
-    const failed = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
+    const failed = (await api(s, b, "GET", `/api/campaigns/${id}/recipients?status=failed`)).json();
     expect(failed.recipients.map((r: Json) => r.error_code)).toEqual(["send_failed", "send_failed"]);
   }, 30_000);
 });
 
 describe("sends claimed but not yet on the wire", () => {
   /** A campaign of `count` at 5 a second: every recipient is claimed at once (the claim is 25 at least). */
-  async function slowCampaign(b: Business, count: number) {
+  async function slowCampaign(s: SandboxedApp, b: Business, count: number) {
     await s.t.database.pool.query(
       "update messaging_configs set messages_per_second = 5 where account_id = $1",
       [b.accountId],
     );
     const people = await addContacts(s.t, b.accountId, count);
-    const id = await startedCampaign(b);
+    const id = await startedCampaign(s, b);
     const started = Date.now();
-    while (templateSends(b).length < 2) {
+    while (templateSends(s, b).length < 2) {
       if (Date.now() - started > 15_000) throw new Error("the campaign did not start sending");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -328,21 +327,23 @@ describe("sends claimed but not yet on the wire", () => {
     return { id, people };
   }
 
-  it("are not sent once the campaign is cancelled: those recipients are skipped (cancelled)", async () => {
-    const b = await ready();
-    const { id } = await slowCampaign(b, 20);
-    const cancelled = await api(b, "POST", `/api/campaigns/${id}/cancel`);
+  it("are not sent once the campaign is cancelled: those recipients are skipped (cancelled)", async ({
+    s,
+  }) => {
+    const b = await ready(s);
+    const { id } = await slowCampaign(s, b, 20);
+    const cancelled = await api(s, b, "POST", `/api/campaigns/${id}/cancel`);
     expect(cancelled.statusCode, cancelled.body).toBe(200);
-    const atCancel = templateSends(b).length;
+    const atCancel = templateSends(s, b).length;
     await s.t.app.deps.jobs.drain();
-    const sent = templateSends(b);
+    const sent = templateSends(s, b);
     // At most the send already on its way (one slot at 5 a second), not the rest of those claimed.
     expect(sent.length).toBeLessThanOrEqual(atCancel + 1);
     expect(sent.length).toBeLessThan(12);
-    const campaign = await campaignOf(b, id);
+    const campaign = await campaignOf(s, b, id);
     expect(campaign.status).toBe("cancelled");
     expect(campaign.counts).toMatchObject({ total: 20, sent: sent.length, skipped: 20 - sent.length });
-    const skipped = (await api(b, "GET", `/api/campaigns/${id}/recipients?status=skipped`)).json();
+    const skipped = (await api(s, b, "GET", `/api/campaigns/${id}/recipients?status=skipped`)).json();
     expect(skipped.recipients).toHaveLength(20 - sent.length);
     for (const r of skipped.recipients)
       expect(r).toMatchObject({ skipped_reason: "cancelled", message_id: null });
@@ -353,45 +354,47 @@ describe("sends claimed but not yet on the wire", () => {
     expect(rows[0]?.n).toBe(sent.length);
   }, 60_000);
 
-  it("wait while the campaign is paused, and each goes exactly once after resume", async () => {
-    const b = await ready();
-    const { id, people } = await slowCampaign(b, 12);
-    const paused = await api(b, "POST", `/api/campaigns/${id}/pause`);
+  it("wait while the campaign is paused, and each goes exactly once after resume", async ({ s }) => {
+    const b = await ready(s);
+    const { id, people } = await slowCampaign(s, b, 12);
+    const paused = await api(s, b, "POST", `/api/campaigns/${id}/pause`);
     expect(paused.statusCode, paused.body).toBe(200);
     await s.t.app.deps.jobs.drain();
-    const whilePaused = templateSends(b).length;
+    const whilePaused = templateSends(s, b).length;
     expect(whilePaused).toBeLessThan(12);
     await new Promise((r) => setTimeout(r, 500));
-    expect(templateSends(b)).toHaveLength(whilePaused);
-    const counts = (await campaignOf(b, id)).counts;
+    expect(templateSends(s, b)).toHaveLength(whilePaused);
+    const counts = (await campaignOf(s, b, id)).counts;
     expect(counts).toMatchObject({ sent: whilePaused, queued: 12 - whilePaused });
 
-    const resumed = await api(b, "POST", `/api/campaigns/${id}/resume`);
+    const resumed = await api(s, b, "POST", `/api/campaigns/${id}/resume`);
     expect(resumed.statusCode, resumed.body).toBe(200);
     const started = Date.now();
-    while ((await campaignOf(b, id)).status !== "completed") {
+    while ((await campaignOf(s, b, id)).status !== "completed") {
       if (Date.now() - started > 30_000) throw new Error("the resumed campaign did not complete");
       await s.t.app.deps.jobs.drain();
     }
-    const to = templateSends(b).map((body) => body.to as string);
+    const to = templateSends(s, b).map((body) => body.to as string);
     expect(to.sort()).toEqual(people.map((p) => p.phone).sort());
-    expect(await campaignOf(b, id)).toMatchObject({ counts: { sent: 12, skipped: 0 } });
+    expect(await campaignOf(s, b, id)).toMatchObject({ counts: { sent: 12, skipped: 0 } });
   }, 60_000);
 });
 
 describe("a template Meta paused since the campaign started", () => {
-  it("pauses the campaign with paused_reason on Meta's 132015; the refused recipient waits queued and goes after resume", async () => {
-    const b = await ready();
+  it("pauses the campaign with paused_reason on Meta's 132015; the refused recipient waits queued and goes after resume", async ({
+    s,
+  }) => {
+    const b = await ready(s);
     const people = await addContacts(s.t, b.accountId, 3);
     s.sandbox.inject(
       { method: "POST", path: /\/messages$/ },
       { status: 400, error: { code: 132015, message: "Template is paused" } },
     );
-    const id = await startedCampaign(b);
+    const id = await startedCampaign(s, b);
     await s.t.app.deps.jobs.drain();
-    const paused = await campaignOf(b, id);
+    const paused = await campaignOf(s, b, id);
     expect(paused).toMatchObject({ status: "paused", paused_reason: "template_paused" });
-    const refusedAndSent = templateSends(b).length;
+    const refusedAndSent = templateSends(s, b).length;
     // The refused one (Meta never took it) and any withdrawn before their call wait queued.
     expect(paused.counts.queued).toBeGreaterThanOrEqual(1);
     expect(paused.counts.sent + paused.counts.queued).toBe(3);
@@ -401,12 +404,12 @@ describe("a template Meta paused since the campaign started", () => {
     );
     expect(rows[0]?.n).toBe(paused.counts.sent);
 
-    const resumed = await api(b, "POST", `/api/campaigns/${id}/resume`);
+    const resumed = await api(s, b, "POST", `/api/campaigns/${id}/resume`);
     expect(resumed.statusCode, resumed.body).toBe(200);
     expect(resumed.json().campaign.paused_reason).toBeNull();
     await s.t.app.deps.jobs.drain();
-    expect(await campaignOf(b, id)).toMatchObject({ status: "completed", counts: { sent: 3 } });
-    const to = templateSends(b).map((body) => body.to as string);
+    expect(await campaignOf(s, b, id)).toMatchObject({ status: "completed", counts: { sent: 3 } });
+    const to = templateSends(s, b).map((body) => body.to as string);
     // Each recipient has the template once, plus the one send Meta refused.
     expect(to).toHaveLength(4);
     expect(new Set(to)).toEqual(new Set(people.map((p) => p.phone)));
