@@ -1,19 +1,13 @@
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { conversations, messageReactions, messages } from "../../src/db/schema/index.js";
-import { insertContact, insertMessage } from "../helpers/fixtures.js";
-import { addMember, createTestApp, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
-
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
+import { insertContact, insertMessage, appTest as it } from "../helpers/fixtures.js";
+import { addMember, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 
 let clock = Date.parse("2025-01-01T00:00:00Z");
 
 /** A stored message; each one a second after the previous, so that order never depends on timing. */
-async function message(input: Parameters<typeof insertMessage>[1]) {
+async function message(t: TestApp, input: Parameters<typeof insertMessage>[1]) {
   const row = await insertMessage(t, input);
   clock += 1000;
   const [updated] = await t.database.db
@@ -24,10 +18,10 @@ async function message(input: Parameters<typeof insertMessage>[1]) {
   return updated!;
 }
 
-const get = (url: string, headers: Record<string, string>) => t.app.inject({ url, headers });
+const get = (t: TestApp, url: string, headers: Record<string, string>) => t.app.inject({ url, headers });
 
 /** A conversation whose last activity is `at`. */
-async function conversationAt(accountId: string, at: string, name: string) {
+async function conversationAt(t: TestApp, accountId: string, at: string, name: string) {
   const { contact, conversation } = await insertContact(t, { accountId, name });
   await t.database.db
     .update(conversations)
@@ -43,8 +37,7 @@ describe("authentication and visibility", () => {
     { method: "POST" as const, url: `/api/conversations/${id}/messages`, payload: { text: "hi" } },
   ];
 
-  it("answers 401 without a session and 403 without an account", async () => {
-    const { accountId } = await signUpWithAccount(t.app);
+  it("answers 401 without a session and 403 without an account", async ({ t, owner: { accountId } }) => {
     const { conversation } = await insertContact(t, { accountId });
     const loner = await signUp(t.app);
     for (const route of routes(conversation.id)) {
@@ -56,11 +49,11 @@ describe("authentication and visibility", () => {
     }
   });
 
-  it.each([
+  it.for([
     ["another account's conversation", "other"],
     ["an unknown id", "00000000-0000-4000-8000-000000000000"],
     ["a malformed id", "not-a-uuid"],
-  ])("answers 404 for %s", async (_name, which) => {
+  ] as const)("answers 404 for %s", async ([_name, which], { t }) => {
     const me = await signUpWithAccount(t.app);
     const other = await signUpWithAccount(t.app);
     const { conversation } = await insertContact(t, { accountId: other.accountId });
@@ -72,18 +65,17 @@ describe("authentication and visibility", () => {
     }
   });
 
-  it("shows teammates the same inbox, and nobody else's", async () => {
-    const owner = await signUpWithAccount(t.app);
+  it("shows teammates the same inbox, and nobody else's", async ({ t, owner }) => {
     const teammate = await addMember(t.app, owner.user);
     const stranger = await signUpWithAccount(t.app);
     const { conversation } = await insertContact(t, { accountId: owner.accountId, name: "Ana" });
-    await message({ accountId: owner.accountId, conversationId: conversation.id, text: "Hola" });
+    await message(t, { accountId: owner.accountId, conversationId: conversation.id, text: "Hola" });
 
-    const seen = await get("/api/conversations", teammate.headers);
+    const seen = await get(t, "/api/conversations", teammate.headers);
     expect(seen.json().conversations.map((c: { id: string }) => c.id)).toEqual([conversation.id]);
-    const messages = await get(`/api/conversations/${conversation.id}/messages`, teammate.headers);
+    const messages = await get(t, `/api/conversations/${conversation.id}/messages`, teammate.headers);
     expect(messages.json().messages.map((m: { text: string }) => m.text)).toEqual(["Hola"]);
-    expect((await get("/api/conversations", stranger.user.headers)).json()).toEqual({
+    expect((await get(t, "/api/conversations", stranger.user.headers)).json()).toEqual({
       conversations: [],
       next_cursor: null,
     });
@@ -91,20 +83,22 @@ describe("authentication and visibility", () => {
 });
 
 describe("GET /api/conversations", () => {
-  it("lists the most recent activity first, with the contact and the last message", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
-    const older = await conversationAt(accountId, "2025-01-01T10:00:00Z", "Older");
-    const newer = await conversationAt(accountId, "2025-01-02T10:00:00Z", "Newer");
-    const empty = await conversationAt(accountId, "2024-12-31T10:00:00Z", "Empty");
-    await message({ accountId, conversationId: newer.conversation.id, text: "first" });
-    const last = await message({
+  it("lists the most recent activity first, with the contact and the last message", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
+    const older = await conversationAt(t, accountId, "2025-01-01T10:00:00Z", "Older");
+    const newer = await conversationAt(t, accountId, "2025-01-02T10:00:00Z", "Newer");
+    const empty = await conversationAt(t, accountId, "2024-12-31T10:00:00Z", "Empty");
+    await message(t, { accountId, conversationId: newer.conversation.id, text: "first" });
+    const last = await message(t, {
       accountId,
       conversationId: newer.conversation.id,
       direction: "outbound",
       text: "our answer",
     });
 
-    const response = await get("/api/conversations", user.headers);
+    const response = await get(t, "/api/conversations", user.headers);
     expect(response.statusCode).toBe(200);
     const body = response.json();
     expect(body.next_cursor).toBeNull();
@@ -148,15 +142,17 @@ describe("GET /api/conversations", () => {
     expect(body.conversations[2]).toMatchObject({ id: empty.conversation.id, last_message: null });
   });
 
-  it("pages with limit and an opaque cursor, without gaps or repeats, also across equal timestamps", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("pages with limit and an opaque cursor, without gaps or repeats, also across equal timestamps", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       // Three share one timestamp: the id breaks the tie.
       const at = i < 3 ? "2025-03-01T00:00:00Z" : `2025-03-0${i}T00:00:00Z`;
-      ids.push((await conversationAt(accountId, at, `c${i}`)).conversation.id);
+      ids.push((await conversationAt(t, accountId, at, `c${i}`)).conversation.id);
     }
-    const full = (await get("/api/conversations", user.headers))
+    const full = (await get(t, "/api/conversations", user.headers))
       .json()
       .conversations.map((c: { id: string }) => c.id);
     expect([...full].sort()).toEqual([...ids].sort());
@@ -166,7 +162,7 @@ describe("GET /api/conversations", () => {
     let cursor: string | null = null;
     do {
       const query: string = cursor ? `limit=2&cursor=${encodeURIComponent(cursor)}` : "limit=2";
-      const page = await get(`/api/conversations?${query}`, user.headers);
+      const page = await get(t, `/api/conversations?${query}`, user.headers);
       expect(page.statusCode).toBe(200);
       const body = page.json();
       sizes.push(body.conversations.length);
@@ -177,38 +173,39 @@ describe("GET /api/conversations", () => {
     expect(seen).toEqual(full);
   });
 
-  it.each([
+  it.for([
     ["limit=0", /limit/],
     ["limit=201", /limit/],
     ["limit=abc", /limit/],
     ["limit=1.5", /limit/],
     ["cursor=garbage", /cursor/],
     [`cursor=${Buffer.from('["yesterday","x"]').toString("base64url")}`, /cursor/],
-  ])("answers 400 to %s", async (query, message) => {
+  ] as [string, RegExp][])("answers 400 to %s", async ([query, message], { t }) => {
     const { user } = await signUpWithAccount(t.app);
-    const response = await get(`/api/conversations?${query}`, user.headers);
+    const response = await get(t, `/api/conversations?${query}`, user.headers);
     expect(response.statusCode).toBe(400);
     expect(response.json().error).toMatch(message);
   });
 
-  it("defaults to 50 per page and allows 200", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("defaults to 50 per page and allows 200", async ({ t, owner: { user, accountId } }) => {
     for (let i = 0; i < 51; i++) await insertContact(t, { accountId });
-    const first = (await get("/api/conversations", user.headers)).json();
+    const first = (await get(t, "/api/conversations", user.headers)).json();
     expect(first.conversations).toHaveLength(50);
     expect(first.next_cursor).toEqual(expect.any(String));
-    const all = (await get("/api/conversations?limit=200", user.headers)).json();
+    const all = (await get(t, "/api/conversations?limit=200", user.headers)).json();
     expect(all.conversations).toHaveLength(51);
     expect(all.next_cursor).toBeNull();
   });
 });
 
 describe("GET /api/conversations/:id/messages", () => {
-  it("lists oldest first with each message's reactions from agents and the customer", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("lists oldest first with each message's reactions from agents and the customer", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const { contact, conversation } = await insertContact(t, { accountId });
-    const question = await message({ accountId, conversationId: conversation.id, text: "Open today?" });
-    const answer = await message({
+    const question = await message(t, { accountId, conversationId: conversation.id, text: "Open today?" });
+    const answer = await message(t, {
       accountId,
       conversationId: conversation.id,
       direction: "outbound",
@@ -233,7 +230,7 @@ describe("GET /api/conversations/:id/messages", () => {
       },
     ]);
 
-    const response = await get(`/api/conversations/${conversation.id}/messages`, user.headers);
+    const response = await get(t, `/api/conversations/${conversation.id}/messages`, user.headers);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({
       messages: [
@@ -267,11 +264,10 @@ describe("GET /api/conversations/:id/messages", () => {
     });
   });
 
-  it("pages through a conversation in order", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("pages through a conversation in order", async ({ t, owner: { user, accountId } }) => {
     const { conversation } = await insertContact(t, { accountId });
     const texts = ["a", "b", "c", "d", "e"];
-    for (const text of texts) await message({ accountId, conversationId: conversation.id, text });
+    for (const text of texts) await message(t, { accountId, conversationId: conversation.id, text });
 
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -279,7 +275,7 @@ describe("GET /api/conversations/:id/messages", () => {
     do {
       const query: string = cursor ? `limit=2&cursor=${encodeURIComponent(cursor)}` : "limit=2";
       const body = (
-        await get(`/api/conversations/${conversation.id}/messages?${query}`, user.headers)
+        await get(t, `/api/conversations/${conversation.id}/messages?${query}`, user.headers)
       ).json();
       seen.push(...body.messages.map((m: { text: string }) => m.text));
       cursor = body.next_cursor;
