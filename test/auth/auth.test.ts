@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
+import { appTest as it } from "../helpers/fixtures.js";
 import {
   addMember,
   createTestApp,
   markEmailVerified,
   signUp,
   signUpWithAccount,
-  type TestApp,
 } from "../helpers/harness.js";
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-});
-afterAll(() => t.close());
-
 describe("sign-up and sessions", () => {
-  it("answers sign-up with the user but no session: the client signs in next", async () => {
+  it("answers sign-up with the user but no session: the client signs in next", async ({ t }) => {
     const response = await t.app.inject({
       method: "POST",
       url: "/api/auth/sign-up/email",
@@ -27,7 +21,7 @@ describe("sign-up and sessions", () => {
     expect(response.headers["set-cookie"]).toBeUndefined();
   });
 
-  it("authenticates with the bearer token and with the cookie from sign-in", async () => {
+  it("authenticates with the bearer token and with the cookie from sign-in", async ({ t }) => {
     await t.app.inject({
       method: "POST",
       url: "/api/auth/sign-up/email",
@@ -51,7 +45,7 @@ describe("sign-up and sessions", () => {
     expect(byCookie.json().user.email).toBe("both@example.com");
   });
 
-  it("signs in with the password and rejects a wrong one with { error }", async () => {
+  it("signs in with the password and rejects a wrong one with { error }", async ({ t }) => {
     const user = await signUp(t.app);
     const ok = await t.app.inject({
       method: "POST",
@@ -70,7 +64,7 @@ describe("sign-up and sessions", () => {
     expect(bad.json()).toEqual({ error: "Unauthorized", code: expect.any(String) });
   });
 
-  it("revokes the session on sign-out", async () => {
+  it("revokes the session on sign-out", async ({ t }) => {
     const user = await signUp(t.app);
     expect((await t.app.inject({ url: "/api/me", headers: user.headers })).statusCode).toBe(200);
     const out = await t.app.inject({
@@ -85,19 +79,22 @@ describe("sign-up and sessions", () => {
     expect(after.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it.each([
+  it.for([
     ["no credentials", {}],
     ["a garbage bearer token", { authorization: "Bearer not-a-token" }],
     ["a malformed authorization header", { authorization: "Basic Zm9vOmJhcg==" }],
     ["a forged signed token", { authorization: "Bearer abc.def" }],
     ["a garbage cookie", { cookie: "better-auth.session_token=garbage" }],
-  ])("answers 401 Unauthorized for %s", async (_label, headers) => {
-    const response = await t.app.inject({ url: "/api/me", headers });
-    expect(response.statusCode).toBe(401);
-    expect(response.json()).toEqual({ error: "Unauthorized" });
-  });
+  ] as [string, Record<string, string>][])(
+    "answers 401 Unauthorized for %s",
+    async ([_label, headers], { t }) => {
+      const response = await t.app.inject({ url: "/api/me", headers });
+      expect(response.statusCode).toBe(401);
+      expect(response.json()).toEqual({ error: "Unauthorized" });
+    },
+  );
 
-  it("answers 401 for an expired session", async () => {
+  it("answers 401 for an expired session", async ({ t }) => {
     const user = await signUp(t.app);
     await t.database.pool.query(
       "update sessions set expires_at = now() - interval '1 minute' where user_id = $1",
@@ -128,7 +125,7 @@ describe("sign-up and sessions", () => {
     }
   });
 
-  it("stores credentials outside a table named account", async () => {
+  it("stores credentials outside a table named account", async ({ t }) => {
     const { rows } = await t.database.pool.query(
       "select table_name from information_schema.tables where table_schema = 'public' and table_name in ('account', 'auth_credentials')",
     );
@@ -137,7 +134,7 @@ describe("sign-up and sessions", () => {
 });
 
 describe("accounts and invitations", () => {
-  it("shows /api/me without an account, then with one after POST /api/accounts", async () => {
+  it("shows /api/me without an account, then with one after POST /api/accounts", async ({ t }) => {
     const user = await signUp(t.app, "Solo");
     const before = await t.app.inject({ url: "/api/me", headers: user.headers });
     expect(before.json()).toMatchObject({
@@ -167,8 +164,10 @@ describe("accounts and invitations", () => {
     });
   });
 
-  it("answers 409 when the caller already has an account, and 400 for a blank name", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 409 when the caller already has an account, and 400 for a blank name", async ({
+    t,
+    owner: { user },
+  }) => {
     const again = await t.app.inject({
       method: "POST",
       url: "/api/accounts",
@@ -196,7 +195,7 @@ describe("accounts and invitations", () => {
     expect(notJson.json().error).toMatch(/Invalid JSON/);
   });
 
-  it("lets an invitee join, lists both members, and keeps another account's members apart", async () => {
+  it("lets an invitee join, lists both members, and keeps another account's members apart", async ({ t }) => {
     const { user: owner, accountId } = await signUpWithAccount(t.app, "Owner");
     const member = await addMember(t.app, owner, "Mate");
     const me = await t.app.inject({ url: "/api/me", headers: member.headers });
@@ -216,8 +215,10 @@ describe("accounts and invitations", () => {
     expect(theirs.json().members.map((m: { email: string }) => m.email)).toEqual([stranger.email]);
   });
 
-  it("stores only a hash of the invitation token, and a token works once", async () => {
-    const { user: owner } = await signUpWithAccount(t.app);
+  it("stores only a hash of the invitation token, and a token works once", async ({
+    t,
+    owner: { user: owner },
+  }) => {
     const first = await signUp(t.app);
     await markEmailVerified(t.app, first); // the owner's token needs a verified email (test/mail)
     const invite = await t.app.inject({
@@ -252,8 +253,10 @@ describe("accounts and invitations", () => {
     expect(reused.statusCode).toBe(404);
   });
 
-  it("answers 404 for an expired or unknown invitation and 409 for a linked user", async () => {
-    const { user: owner } = await signUpWithAccount(t.app);
+  it("answers 404 for an expired or unknown invitation and 409 for a linked user", async ({
+    t,
+    owner: { user: owner },
+  }) => {
     const invitee = await signUp(t.app);
     const invite = await t.app.inject({
       method: "POST",
@@ -294,7 +297,7 @@ describe("accounts and invitations", () => {
     expect(linked.statusCode).toBe(409);
   });
 
-  it("answers 403 to invitations and members for a user without an account", async () => {
+  it("answers 403 to invitations and members for a user without an account", async ({ t }) => {
     const user = await signUp(t.app);
     for (const [method, url] of [
       ["POST", "/api/accounts/invitations"],
