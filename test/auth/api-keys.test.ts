@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
+import { describe, expect } from "vitest";
+import { appTest as it } from "../helpers/fixtures.js";
+import { createTestApp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 import { createKey } from "./helpers.js";
 
-let t: TestApp;
-let owner: TestUser;
-let accountId: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  ({ user: owner, accountId } = await signUpWithAccount(t.app));
-});
-afterAll(() => t.close());
-
-const createFlow = (headers: Record<string, string>, name: string) =>
+const createFlow = (t: TestApp, headers: Record<string, string>, name: string) =>
   t.app.inject({ method: "POST", url: "/api/flows", headers, payload: { name } });
 
 describe("creating and listing API keys", () => {
-  it("shows the key once on creation and stores only its hash", async () => {
+  it("shows the key once on creation and stores only its hash", async ({ t, owner: { user: owner } }) => {
     const response = await t.app.inject({
       method: "POST",
       url: "/api/api-keys",
@@ -46,34 +38,43 @@ describe("creating and listing API keys", () => {
     expect(list.json().api_keys).toContainEqual(api_key);
   });
 
-  it("creates a key without expiry when expires_in_days is left out", async () => {
+  it("creates a key without expiry when expires_in_days is left out", async ({
+    t,
+    owner: { user: owner },
+  }) => {
     const { json } = await createKey(t.app, owner);
     expect(json.api_key).toMatchObject({ expires_at: null });
   });
 
-  it.each([
+  it.for([
     ["no name", { expires_in_days: 3 }],
     ["a blank name", { name: "  " }],
     ["zero days", { name: "x", expires_in_days: 0 }],
     ["a fraction of a day", { name: "x", expires_in_days: 1.5 }],
     ["days as text", { name: "x", expires_in_days: "7" }],
-  ])("answers 400 { error } for %s and creates nothing", async (_label, payload) => {
-    const before = await t.database.pool.query("select count(*)::int as n from api_keys");
-    const response = await t.app.inject({
-      method: "POST",
-      url: "/api/api-keys",
-      headers: owner.headers,
-      payload,
-    });
-    expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ error: expect.any(String) });
-    const after = await t.database.pool.query("select count(*)::int as n from api_keys");
-    expect(after.rows[0].n).toBe(before.rows[0].n);
-  });
+  ] as [string, Record<string, unknown>][])(
+    "answers 400 { error } for %s and creates nothing",
+    async ([_label, payload], { t, owner: { user: owner } }) => {
+      const before = await t.database.pool.query("select count(*)::int as n from api_keys");
+      const response = await t.app.inject({
+        method: "POST",
+        url: "/api/api-keys",
+        headers: owner.headers,
+        payload,
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ error: expect.any(String) });
+      const after = await t.database.pool.query("select count(*)::int as n from api_keys");
+      expect(after.rows[0].n).toBe(before.rows[0].n);
+    },
+  );
 });
 
 describe("using an API key", () => {
-  it("acts for its account with member rights, sent as X-API-Key or as a bearer token", async () => {
+  it("acts for its account with member rights, sent as X-API-Key or as a bearer token", async ({
+    t,
+    owner: { user: owner, accountId },
+  }) => {
     const { key } = await createKey(t.app, owner);
     for (const headers of [{ "x-api-key": key }, { authorization: `Bearer ${key}` }] as Record<
       string,
@@ -82,14 +83,14 @@ describe("using an API key", () => {
       const me = await t.app.inject({ url: "/api/me", headers });
       expect(me.statusCode).toBe(200);
       expect(me.json().profile).toMatchObject({ account_id: accountId, role: "member" });
-      const created = await createFlow(headers, "Made by a script");
+      const created = await createFlow(t, headers, "Made by a script");
       expect(created.statusCode).toBe(201);
       const listed = await t.app.inject({ url: "/api/flows", headers });
       expect(listed.json().flows.map((f: { id: string }) => f.id)).toContain(created.json().flow.id);
     }
   });
 
-  it("records last_used_at, at most once a minute", async () => {
+  it("records last_used_at, at most once a minute", async ({ t, owner: { user: owner } }) => {
     const { id, key } = await createKey(t.app, owner);
     await t.app.inject({ url: "/api/me", headers: { "x-api-key": key } });
     const first = await t.database.pool.query("select last_used_at from api_keys where id = $1", [id]);
@@ -110,17 +111,17 @@ describe("using an API key", () => {
     expect(Date.parse(shown.last_used_at)).toBe(third.rows[0].last_used_at.getTime());
   });
 
-  it.each([
+  it.for([
     ["an unknown key", { "x-api-key": "wak_unknown" }],
     ["an empty X-API-Key", { "x-api-key": "" }],
     ["a key-shaped bearer token that is no key", { authorization: "Bearer wak_nope" }],
-  ])("answers 401 for %s", async (_label, headers) => {
+  ] as [string, Record<string, string>][])("answers 401 for %s", async ([_label, headers], { t }) => {
     const response = await t.app.inject({ url: "/api/flows", headers });
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual({ error: "Unauthorized" });
   });
 
-  it("answers 401 once the key has expired", async () => {
+  it("answers 401 once the key has expired", async ({ t, owner: { user: owner } }) => {
     const { id, key } = await createKey(t.app, owner, { expires_in_days: 1 });
     expect((await t.app.inject({ url: "/api/flows", headers: { "x-api-key": key } })).statusCode).toBe(200);
     await t.database.pool.query(
@@ -132,7 +133,7 @@ describe("using an API key", () => {
 });
 
 describe("revoking an API key", () => {
-  it("kills it at once on this instance and on another one", async () => {
+  it("kills it at once on this instance and on another one", async ({ t, owner: { user: owner } }) => {
     const other = await createTestApp({
       databaseUrl: t.config.databaseUrl,
       config: { authSecret: t.config.authSecret, encryptionKey: t.config.encryptionKey },
@@ -164,7 +165,7 @@ describe("revoking an API key", () => {
     }
   });
 
-  it("answers 404 for a malformed id", async () => {
+  it("answers 404 for a malformed id", async ({ t, owner: { user: owner } }) => {
     const response = await t.app.inject({
       method: "DELETE",
       url: "/api/api-keys/nope",
@@ -175,8 +176,8 @@ describe("revoking an API key", () => {
 });
 
 describe("accounts stay apart", () => {
-  it("gives another account's key nothing of this account", async () => {
-    const flow = (await createFlow(owner.headers, "Private flow")).json().flow;
+  it("gives another account's key nothing of this account", async ({ t, owner: { user: owner } }) => {
+    const flow = (await createFlow(t, owner.headers, "Private flow")).json().flow;
     const { id: ownKeyId } = await createKey(t.app, owner);
     const { user: stranger } = await signUpWithAccount(t.app, "Stranger");
     const { key: strangerKey } = await createKey(t.app, stranger);
