@@ -1,32 +1,39 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestApp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
+import { describe, expect } from "vitest";
+import { appTest } from "../helpers/fixtures.js";
 import { call, createFlow, node, storedFlow } from "./helpers.js";
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await createTestApp();
-  // A storage failure on demand, inside the real insert: a node keyed "explode",
-  // or any node of a flow named "Explode on clone", is refused by Postgres.
-  await t.database.pool.query(`
-    create function refuse_test_nodes() returns trigger language plpgsql as $$
-    begin
-      if new.node_key = 'explode'
-         or exists (select 1 from flows where id = new.flow_id and name = 'Explode on clone') then
-        raise exception 'node insert refused by the test trigger';
-      end if;
-      return new;
-    end $$;
-    create trigger refuse_test_nodes before insert on flow_nodes
-      for each row execute function refuse_test_nodes();
-  `);
+/**
+ * The app of appTest with a storage failure on demand, inside the real insert: a node keyed
+ * "explode", or any node of a flow named "Explode on clone", is refused by Postgres.
+ */
+const it = appTest.extend<{ refusingTrigger: undefined }>({
+  refusingTrigger: [
+    async ({ t }, use) => {
+      await t.database.pool.query(`
+        create function refuse_test_nodes() returns trigger language plpgsql as $$
+        begin
+          if new.node_key = 'explode'
+             or exists (select 1 from flows where id = new.flow_id and name = 'Explode on clone') then
+            raise exception 'node insert refused by the test trigger';
+          end if;
+          return new;
+        end $$;
+        create trigger refuse_test_nodes before insert on flow_nodes
+          for each row execute function refuse_test_nodes();
+      `);
+      await use(undefined);
+    },
+    { scope: "file", auto: true },
+  ],
 });
-afterAll(() => t.close());
 
 const keysOf = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}${i}`);
 
 describe("node replacement is atomic", () => {
-  it("keeps the previous name and nodes whole when the node insert fails, answering 500 with the storage message", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("keeps the previous name and nodes whole when the node insert fails, answering 500 with the storage message", async ({
+    t,
+    owner: { user },
+  }) => {
     const { id } = await createFlow(t, user, { name: "Before" });
     await call(t, user, "PUT", `/api/flows/${id}`, { nodes: [node("a"), node("b")] });
     const before = await storedFlow(t, id);
@@ -44,8 +51,10 @@ describe("node replacement is atomic", () => {
     expect(read.json().nodes.map((n: { node_key: string }) => n.node_key)).toEqual(["a", "b"]);
   });
 
-  it("leaves no flow behind when a template's nodes cannot be inserted", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("leaves no flow behind when a template's nodes cannot be inserted", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
     const response = await call(t, user, "POST", "/api/flows", {
       template_slug: "welcome_menu",
       name: "Explode on clone",
@@ -57,8 +66,7 @@ describe("node replacement is atomic", () => {
     expect((await call(t, user, "GET", "/api/flows")).json().flows).toEqual([]);
   });
 
-  it("ends two concurrent PUTs with one node set whole, never a mix", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("ends two concurrent PUTs with one node set whole, never a mix", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user);
     const setA = keysOf("a", 40);
     const setB = keysOf("b", 25);
@@ -78,8 +86,7 @@ describe("node replacement is atomic", () => {
     }
   });
 
-  it("lets concurrent PUTs that reuse the same keys both succeed", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("lets concurrent PUTs that reuse the same keys both succeed", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user);
     const keys = keysOf("n", 30);
     const responses = await Promise.all(
@@ -98,8 +105,7 @@ describe("node replacement is atomic", () => {
     expect(Number(rows[0].total)).toBe(30);
   });
 
-  it("answers 404 to a PUT racing a delete, without resurrecting nodes", async () => {
-    const { user } = await signUpWithAccount(t.app);
+  it("answers 404 to a PUT racing a delete, without resurrecting nodes", async ({ t, owner: { user } }) => {
     const { id } = await createFlow(t, user);
     const [put, del] = await Promise.all([
       call(t, user, "PUT", `/api/flows/${id}`, { nodes: keysOf("x", 20).map((k) => node(k)) }),
