@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestApp, type TestApp } from "../helpers/harness.js";
+import { describe, expect } from "vitest";
+import { appTest } from "../helpers/fixtures.js";
+import type { TestApp } from "../helpers/harness.js";
 
 interface Operation {
   operationId?: string;
@@ -53,13 +54,15 @@ const isOpen = (schema: JsonSchema): boolean =>
   (schema.items !== undefined && isOpen(schema.items)) ||
   (schema.anyOf ?? []).some(isOpen);
 
-let t: TestApp;
-let doc: Document;
-beforeAll(async () => {
-  t = await createTestApp();
-  doc = (await t.app.inject({ url: "/api/openapi.json" })).json();
+/** The app of appTest and its OpenAPI document, read once per file. */
+const it = appTest.extend<{ doc: Document }>({
+  doc: [
+    async ({ t }, use) => {
+      await use((await t.app.inject({ url: "/api/openapi.json" })).json());
+    },
+    { scope: "file" },
+  ],
 });
-afterAll(() => t.close());
 
 /**
  * Every route the app registered, as "method /path/{param}", read from
@@ -84,31 +87,31 @@ function registeredRoutes(app: TestApp["app"]): string[] {
   return routes.sort();
 }
 
-const operations = () =>
+const operations = (doc: Document) =>
   Object.entries(doc.paths).flatMap(([path, methods]) =>
     Object.entries(methods).map(([method, operation]) => ({ key: `${method} ${path}`, operation })),
   );
 
 describe("the OpenAPI document", () => {
-  it("documents exactly the routes the app serves", () => {
+  it("documents exactly the routes the app serves", ({ t, doc }) => {
     const served = registeredRoutes(t.app);
     expect(served.length).toBeGreaterThan(30);
     expect(served).toContain("post /api/auth/sign-in/email");
     expect(
-      operations()
+      operations(doc)
         .map((o) => o.key)
         .sort(),
     ).toEqual(served);
   });
 
-  it("documents the identity routes: sign-up, sign-in, sign-out, get-session", () => {
+  it("documents the identity routes: sign-up, sign-in, sign-out, get-session", ({ doc }) => {
     for (const key of [
       "post /api/auth/sign-up/email",
       "post /api/auth/sign-in/email",
       "post /api/auth/sign-out",
       "get /api/auth/get-session",
     ]) {
-      expect(operations().map((o) => o.key)).toContain(key);
+      expect(operations(doc).map((o) => o.key)).toContain(key);
     }
     const signIn = doc.paths["/api/auth/sign-in/email"]?.post;
     expect(Object.keys(signIn?.responses ?? {})).toEqual(
@@ -116,9 +119,9 @@ describe("the OpenAPI document", () => {
     );
   });
 
-  it("gives every operation a summary and every answer a description and a schema", () => {
+  it("gives every operation a summary and every answer a description and a schema", ({ doc }) => {
     const missing: string[] = [];
-    for (const { key, operation } of operations()) {
+    for (const { key, operation } of operations(doc)) {
       if (!operation.summary) missing.push(`${key}: summary`);
       const responses = Object.entries(operation.responses ?? {});
       if (responses.length === 0) missing.push(`${key}: responses`);
@@ -137,8 +140,10 @@ describe("the OpenAPI document", () => {
     expect(missing).toEqual([]);
   });
 
-  it("documents the request body of every unsafe route that takes one, JSON but for the media upload", () => {
-    const missing = operations()
+  it("documents the request body of every unsafe route that takes one, JSON but for the media upload", ({
+    doc,
+  }) => {
+    const missing = operations(doc)
       .filter(({ key }) => /^(post|put|patch) /.test(key) && !BODYLESS.has(key) && !MULTIPART.has(key))
       .filter(({ operation }) => !operation.requestBody?.content?.["application/json"]?.schema)
       .map(({ key }) => key);
@@ -150,15 +155,15 @@ describe("the OpenAPI document", () => {
     }
   });
 
-  it("names every operation with a unique operationId, as client generators need", () => {
-    const ids = operations().map(({ operation }) => operation.operationId);
+  it("names every operation with a unique operationId, as client generators need", ({ doc }) => {
+    const ids = operations(doc).map(({ operation }) => operation.operationId);
     expect(ids.filter((id) => !id)).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
     expect(doc.paths["/api/flows/{id}"]?.get?.operationId).toBe("getFlowsById");
     expect(doc.paths["/api/auth/sign-in/email"]?.post?.operationId).toBe("postAuthSignInEmail");
   });
 
-  it("names the server, and the media types of answers that are not JSON", () => {
+  it("names the server, and the media types of answers that are not JSON", ({ doc }) => {
     expect(doc.servers?.[0]?.url).toMatch(/^https?:\/\//);
     const answer = (path: string, method: string, status: string) =>
       doc.paths[path]?.[method]?.responses?.[status];
@@ -183,7 +188,9 @@ describe("the OpenAPI document", () => {
     expect(Object.keys(answer("/api/auth/verify-email", "get", "302")?.headers ?? {})).toContain("location");
   });
 
-  it("states the rules the handlers enforce: phone digits, phone_number_id characters, absolute webhook URLs", () => {
+  it("states the rules the handlers enforce: phone digits, phone_number_id characters, absolute webhook URLs", ({
+    doc,
+  }) => {
     type Props = Record<string, { pattern?: string; format?: string }>;
     const bodyOf = (path: string, method: string) =>
       (
@@ -203,7 +210,9 @@ describe("the OpenAPI document", () => {
     expect(bodyOf("/api/webhook-endpoints/{id}", "patch").url?.format).toBe("uri");
   });
 
-  it("names each resource's schema in components, and describes no 2xx JSON body as an open object", () => {
+  it("names each resource's schema in components, and describes no 2xx JSON body as an open object", ({
+    doc,
+  }) => {
     for (const name of [
       "Flow",
       "Node",
@@ -225,7 +234,7 @@ describe("the OpenAPI document", () => {
       expect(doc.components.schemas?.[name], name).toMatchObject({ type: "object" });
     }
     const open: string[] = [];
-    for (const { key, operation } of operations()) {
+    for (const { key, operation } of operations(doc)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const schema = response.content?.["application/json"]?.schema as JsonSchema | undefined;
         if (status.startsWith("2") && schema && isOpen(schema)) open.push(`${key} ${status}`);
@@ -236,7 +245,7 @@ describe("the OpenAPI document", () => {
     expect(flow).toMatchObject({ properties: { flow: { $ref: "#/components/schemas/Flow" } } });
   });
 
-  it("documents the status codes the access routes answer with", () => {
+  it("documents the status codes the access routes answer with", ({ doc }) => {
     const statuses = (path: string, method: string) =>
       Object.keys(doc.paths[path]?.[method]?.responses ?? {});
     expect(statuses("/api/accounts", "post")).toEqual(expect.arrayContaining(["201", "400", "401", "409"]));
@@ -250,14 +259,16 @@ describe("the OpenAPI document", () => {
     expect(statuses("/readyz", "get")).toEqual(["200", "500", "503"]);
   });
 
-  it("declares session (bearer, cookie) and API key security, and 401 on every protected operation", () => {
+  it("declares session (bearer, cookie) and API key security, and 401 on every protected operation", ({
+    doc,
+  }) => {
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(["apiKey", "bearer", "cookie"]);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({
       type: "apiKey",
       in: "header",
       name: "X-API-Key",
     });
-    const unprotected = operations()
+    const unprotected = operations(doc)
       .filter(({ operation }) => !(Array.isArray(operation.security) && operation.security.length === 0))
       .filter(({ operation }) => !operation.responses?.["401"])
       .map(({ key }) => key);
