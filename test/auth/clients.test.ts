@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { insertChannelConfig } from "../helpers/fixtures.js";
-import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
+import { describe, expect } from "vitest";
+import { appTest, insertChannelConfig } from "../helpers/fixtures.js";
+import type { TestUser } from "../helpers/harness.js";
 import {
   browserHeaders,
   createKey,
@@ -11,13 +11,15 @@ import {
   TWIN_ORIGIN,
 } from "./helpers.js";
 
-let t: TestApp;
-let base: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  base = await listen(t);
+/** The app of appTest listening on loopback, and its base URL. */
+const it = appTest.extend<{ base: string }>({
+  base: [
+    async ({ t }, use) => {
+      await use(await listen(t));
+    },
+    { scope: "file" },
+  ],
 });
-afterAll(() => t.close());
 
 const password = "a long enough password";
 let counter = 0;
@@ -25,6 +27,7 @@ const freshEmail = () => `client${++counter}-${Date.now()}@example.com`;
 
 /** A plain Node.js script: the built-in fetch, no Origin (it sends Sec-Fetch-Mode on its own). */
 const script = (
+  base: string,
   path: string,
   init: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
 ) =>
@@ -35,66 +38,68 @@ const script = (
   });
 
 describe("sign-in from server-side clients", () => {
-  it("signs up, signs in and calls the API from a Node fetch script without Origin", async () => {
+  it("signs up, signs in and calls the API from a Node fetch script without Origin", async ({ base }) => {
     const email = freshEmail();
-    const signUp = await script("/api/auth/sign-up/email", { body: { email, password, name: "Script" } });
+    const signUp = await script(base, "/api/auth/sign-up/email", {
+      body: { email, password, name: "Script" },
+    });
     expect(signUp.status).toBe(200);
-    const signIn = await script("/api/auth/sign-in/email", { body: { email, password } });
+    const signIn = await script(base, "/api/auth/sign-in/email", { body: { email, password } });
     expect(signIn.status).toBe(200);
     const token = signIn.headers.get("set-auth-token");
     expect(token).toEqual(expect.any(String));
-    const me = await script("/api/me", { headers: { authorization: `Bearer ${token}` } });
+    const me = await script(base, "/api/me", { headers: { authorization: `Bearer ${token}` } });
     expect(me.status).toBe(200);
     expect((await me.json()).user.email).toBe(email);
   });
 
-  it("lets a script that keeps the session cookie use it and sign out with it", async () => {
+  it("lets a script that keeps the session cookie use it and sign out with it", async ({ base }) => {
     const email = freshEmail();
-    await script("/api/auth/sign-up/email", { body: { email, password, name: "Jar" } });
-    const signIn = await script("/api/auth/sign-in/email", { body: { email, password } });
+    await script(base, "/api/auth/sign-up/email", { body: { email, password, name: "Jar" } });
+    const signIn = await script(base, "/api/auth/sign-in/email", { body: { email, password } });
     const cookie = (signIn.headers.getSetCookie()[0] ?? "").split(";")[0] ?? "";
-    expect((await script("/api/me", { headers: { cookie } })).status).toBe(200);
-    const out = await script("/api/auth/sign-out", { headers: { cookie }, body: {} });
+    expect((await script(base, "/api/me", { headers: { cookie } })).status).toBe(200);
+    const out = await script(base, "/api/auth/sign-out", { headers: { cookie }, body: {} });
     expect(out.status).toBe(200);
-    expect((await script("/api/me", { headers: { cookie } })).status).toBe(401);
+    expect((await script(base, "/api/me", { headers: { cookie } })).status).toBe(401);
   });
 });
 
 describe("sign-in from browsers", () => {
-  it.each([
+  it.for([
     ["the service's own origin", OWN_ORIGIN],
     ["its localhost twin", TWIN_ORIGIN],
-  ])("signs up and in from %s", async (_label, origin) => {
+  ] as const)("signs up and in from %s", async ([_label, origin], { base }) => {
     const email = freshEmail();
     const headers = browserHeaders(origin);
-    const signUp = await script("/api/auth/sign-up/email", {
+    const signUp = await script(base, "/api/auth/sign-up/email", {
       headers,
       body: { email, password, name: "Web" },
     });
     expect(signUp.status).toBe(200);
-    const signIn = await script("/api/auth/sign-in/email", { headers, body: { email, password } });
+    const signIn = await script(base, "/api/auth/sign-in/email", { headers, body: { email, password } });
     expect(signIn.status).toBe(200);
     expect(signIn.headers.getSetCookie().join(";")).toContain("session_token=");
   });
 
-  it("refuses sign-up and sign-in from a foreign origin with 403", async () => {
+  it("refuses sign-up and sign-in from a foreign origin with 403", async ({ base }) => {
     const email = freshEmail();
-    await script("/api/auth/sign-up/email", { body: { email, password, name: "Victim" } });
+    await script(base, "/api/auth/sign-up/email", { body: { email, password, name: "Victim" } });
     const headers = browserHeaders(FOREIGN_ORIGIN);
-    const signUp = await script("/api/auth/sign-up/email", {
+    const signUp = await script(base, "/api/auth/sign-up/email", {
       headers,
       body: { email: freshEmail(), password, name: "X" },
     });
     expect(signUp.status).toBe(403);
-    const signIn = await script("/api/auth/sign-in/email", { headers, body: { email, password } });
+    const signIn = await script(base, "/api/auth/sign-in/email", { headers, body: { email, password } });
     expect(signIn.status).toBe(403);
     expect(await signIn.json()).toEqual({ error: expect.any(String), code: "INVALID_ORIGIN" });
   });
 
-  it("refuses a browser request with Fetch Metadata but no Origin", async () => {
+  it("refuses a browser request with Fetch Metadata but no Origin", async ({ base }) => {
     const email = freshEmail();
-    await script("/api/auth/sign-up/email", { body: { email, password, name: "NoOrigin" } });
-    const signIn = await script("/api/auth/sign-in/email", {
+    await script(base, "/api/auth/sign-up/email", { body: { email, password, name: "NoOrigin" } });
+    const signIn = await script(base, "/api/auth/sign-in/email", {
       headers: { "sec-fetch-site": "cross-site", "sec-fetch-mode": "cors" },
       body: { email, password },
     });
@@ -103,16 +108,7 @@ describe("sign-in from browsers", () => {
 });
 
 describe("cross-site request forgery", () => {
-  let owner: TestUser;
-  let cookie: string;
-  let apiKey: string;
-  beforeAll(async () => {
-    ({ user: owner } = await signUpWithAccount(t.app));
-    cookie = await sessionCookie(t.app, owner);
-    apiKey = (await createKey(t.app, owner)).key;
-  });
-
-  const credentials = () =>
+  const credentials = (owner: TestUser, cookie: string, apiKey: string) =>
     ({
       cookie: { cookie },
       bearer: { authorization: `Bearer ${owner.token}` },
@@ -136,10 +132,16 @@ describe("cross-site request forgery", () => {
     "missing, foreign Referer",
   ]);
 
-  it("refuses only cookie-authenticated unsafe requests from a foreign origin", async () => {
+  it("refuses only cookie-authenticated unsafe requests from a foreign origin", async ({
+    t,
+    base,
+    owner: { user: owner },
+  }) => {
+    const cookie = await sessionCookie(t.app, owner);
+    const apiKey = (await createKey(t.app, owner)).key;
     const results: string[] = [];
     const expected: string[] = [];
-    for (const [credential, credentialHeaders] of Object.entries(credentials())) {
+    for (const [credential, credentialHeaders] of Object.entries(credentials(owner, cookie, apiKey))) {
       for (const [origin, originHeaders] of Object.entries(origins)) {
         const headers = { ...credentialHeaders, ...originHeaders };
         const read = await fetch(`${base}/api/flows`, { headers });
@@ -167,8 +169,11 @@ describe("cross-site request forgery", () => {
     );
   });
 
-  it("answers 403 { error } and keeps the channel when a foreign page deletes it with the cookie", async () => {
-    const { user, accountId } = await signUpWithAccount(t.app);
+  it("answers 403 { error } and keeps the channel when a foreign page deletes it with the cookie", async ({
+    t,
+    base,
+    owner: { user, accountId },
+  }) => {
     await insertChannelConfig(t, { accountId, userId: user.id });
     const userCookie = await sessionCookie(t.app, user);
     const response = await fetch(`${base}/api/messaging/config`, {
