@@ -5,14 +5,13 @@ import { sandboxTest as it } from "../helpers/fixtures.js";
 import { addMember } from "../helpers/harness.js";
 import {
   type Business,
-  business,
   customerOf,
   messagesOf,
   type SandboxedApp,
   upstreamCalls,
 } from "../helpers/sandbox-app.js";
 import { postWebhook } from "../messaging/webhook/meta.js";
-import { addContacts, CAMPAIGN_TEMPLATES, type Json } from "./helpers.js";
+import { addContacts, type Json, ready } from "./helpers.js";
 
 type Method = "GET" | "POST" | "PATCH" | "DELETE";
 const api = (
@@ -28,13 +27,6 @@ const api = (
     headers: { ...(headers ?? {}), ...(payload === undefined ? {} : { "content-type": "application/json" }) },
     ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
   });
-
-async function ready(s: SandboxedApp): Promise<Business> {
-  const b = await business(s);
-  s.sandbox.setTemplates(b.businessAccountId, CAMPAIGN_TEMPLATES);
-  expect((await api(s, b.user.headers, "POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
-  return b;
-}
 
 const restock = (overrides: Record<string, unknown> = {}) => ({
   name: "Restock",

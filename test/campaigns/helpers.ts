@@ -1,7 +1,9 @@
 import { sql } from "drizzle-orm";
+import { expect } from "vitest";
 import type { SandboxTemplate } from "../../src/upstream/sandbox/templates.js";
 import { uniqueDigits } from "../helpers/fixtures.js";
 import type { TestApp } from "../helpers/harness.js";
+import { type Business, business, type SandboxedApp } from "../helpers/sandbox-app.js";
 
 /** JSON read back from the API, accessed loosely in assertions. */
 // biome-ignore lint/suspicious/noExplicitAny: test access into parsed JSON
@@ -74,4 +76,17 @@ export async function addContacts(
       from generate_series(1, ${count}) as n
     returning id, phone`);
   return rows.sort((a, b) => a.phone.localeCompare(b.phone));
+}
+
+/** A business whose sandbox number has the campaign templates, synced into the app. */
+export async function ready(s: SandboxedApp): Promise<Business> {
+  const b = await business(s);
+  s.sandbox.setTemplates(b.businessAccountId, CAMPAIGN_TEMPLATES);
+  const sync = await s.t.app.inject({
+    method: "POST",
+    url: "/api/messaging/templates/sync",
+    headers: b.user.headers,
+  });
+  expect(sync.statusCode).toBe(200);
+  return b;
 }

@@ -2,15 +2,9 @@ import { sql } from "drizzle-orm";
 import { describe, expect } from "vitest";
 import { statusPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
 import { sandboxTest as it } from "../helpers/fixtures.js";
-import {
-  type Business,
-  business,
-  customerOf,
-  type SandboxedApp,
-  upstreamCalls,
-} from "../helpers/sandbox-app.js";
+import { type Business, customerOf, type SandboxedApp, upstreamCalls } from "../helpers/sandbox-app.js";
 import { postWebhook } from "../messaging/webhook/meta.js";
-import { addContacts, CAMPAIGN_TEMPLATES, type Json } from "./helpers.js";
+import { addContacts, type Json, ready } from "./helpers.js";
 
 /**
  * Campaign sends go through the send pipeline: after customer-facing sends,
@@ -25,13 +19,6 @@ const api = (s: SandboxedApp, b: Business, method: "GET" | "POST" | "PUT", url: 
     headers: { ...b.user.headers, ...(payload === undefined ? {} : { "content-type": "application/json" }) },
     ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
   });
-
-async function ready(s: SandboxedApp): Promise<Business> {
-  const b = await business(s);
-  s.sandbox.setTemplates(b.businessAccountId, CAMPAIGN_TEMPLATES);
-  expect((await api(s, b, "POST", "/api/messaging/templates/sync")).statusCode).toBe(200);
-  return b;
-}
 
 async function startedCampaign(s: SandboxedApp, b: Business): Promise<string> {
   const created = await api(s, b, "POST", "/api/campaigns", {
