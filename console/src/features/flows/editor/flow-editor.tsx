@@ -298,24 +298,63 @@ export default function FlowEditorPage() {
   const keys = draft.nodes.map((n) => n.node_key);
   const generalIssues = issues.filter((i) => !i.node_key || !keys.includes(i.node_key));
 
-  const addNode = () => {
-    const key = freshKey(addType, draft.nodes);
-    // In the middle of what the canvas shows now (a node dropped off-screen is a node lost),
-    // stepped aside from any node already there.
+  /**
+   * Where a new node goes: the free place nearest the middle of what the canvas shows (a node
+   * dropped off-screen is a node lost, one dropped on another hides it); when the view has no
+   * free place, its middle, stepped aside from any node already there.
+   */
+  const newNodePosition = (): { x: number; y: number } => {
+    const flow = flowInstance.current;
     const rect = canvasRef.current?.getBoundingClientRect();
-    const center =
-      flowInstance.current && rect
-        ? flowInstance.current.screenToFlowPosition({
-            x: rect.left + rect.width / 2,
-            y: rect.top + rect.height / 2,
-          })
-        : { x: 80, y: 80 };
-    let x = Math.round(center.x - NODE_HALF_WIDTH);
-    let y = Math.round(center.y - NODE_HALF_HEIGHT);
+    if (!flow || !rect) return { x: 80, y: 80 };
+    const from = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
+    const to = flow.screenToFlowPosition({ x: rect.right, y: rect.bottom });
+    const width = NODE_HALF_WIDTH * 2;
+    // Room for the new node to grow (its text, its issues once checked).
+    const height = NODE_HALF_HEIGHT * 3;
+    const middle = { x: (from.x + to.x) / 2 - width / 2, y: (from.y + to.y) / 2 - NODE_HALF_HEIGHT };
+    // Sizes as drawn (the canvas's own nodes carry no measurements).
+    const boxes = flow.getNodes().map((n) => {
+      const measured = flow.getInternalNode(n.id)?.measured;
+      return {
+        x: n.position.x,
+        y: n.position.y,
+        width: measured?.width ?? width,
+        height: measured?.height ?? NODE_HALF_HEIGHT * 4,
+      };
+    });
+    const GAP = 24;
+    const free = (x: number, y: number) =>
+      boxes.every(
+        (b) =>
+          x + width + GAP <= b.x ||
+          b.x + b.width + GAP <= x ||
+          y + height + GAP <= b.y ||
+          b.y + b.height + GAP <= y,
+      );
+    const inView = (x: number, y: number) =>
+      x >= from.x && y >= from.y && x + width <= to.x && y + height <= to.y;
+    const STEP = 40;
+    const spots: { x: number; y: number }[] = [];
+    for (let i = -20; i <= 20; i++)
+      for (let j = -20; j <= 20; j++) spots.push({ x: middle.x + i * STEP, y: middle.y + j * STEP });
+    const distance = (p: { x: number; y: number }) => Math.hypot(p.x - middle.x, p.y - middle.y);
+    const spot = spots
+      .sort((a, b) => distance(a) - distance(b))
+      .find((p) => inView(p.x, p.y) && free(p.x, p.y));
+    if (spot) return { x: Math.round(spot.x), y: Math.round(spot.y) };
+    let x = Math.round(middle.x);
+    let y = Math.round(middle.y);
     while (draft.nodes.some((n) => Math.abs(n.position_x - x) < 40 && Math.abs(n.position_y - y) < 40)) {
       x += 40;
       y += 40;
     }
+    return { x, y };
+  };
+
+  const addNode = () => {
+    const key = freshKey(addType, draft.nodes);
+    const { x, y } = newNodePosition();
     const node: FlowNode = {
       node_key: key,
       node_type: addType,
