@@ -48,16 +48,16 @@ export function sampleRow(
 }
 
 /**
- * `'field', expression` pairs of the JSON that `serialize` builds from a row of
- * `table` (aliased `alias` in SQL); `computed` gives the SQL of the fields that
- * are not one column.
+ * `[field, expression]` of the JSON that `serialize` builds from a row of
+ * `table` (aliased `alias` in SQL), in the serializer's order; `computed` gives
+ * the SQL of the fields that are not one column.
  */
-export function jsonFieldsSql(
+export function jsonFieldExpressions(
   table: Table,
   alias: string,
   serialize: (row: Row) => object,
   options: { computed?: Record<string, string>; timestamp?: TimestampSql } = {},
-): string[] {
+): Array<[field: string, expression: string]> {
   const { row, sql } = sampleRow(table, 0, options.timestamp);
   return Object.entries(serialize(row)).map(([field, value]) => {
     const key = value instanceof Date ? value.getTime() : value;
@@ -65,6 +65,20 @@ export function jsonFieldsSql(
     if (expression === undefined) {
       throw new Error(`${getTableName(table)} JSON: "${field}" is not one column; give its SQL in computed`);
     }
-    return `'${field}', ${expression}`;
+    return [field, expression];
   });
+}
+
+/** `'field', expression` pairs for json_build_object (see jsonFieldExpressions). */
+export function jsonFieldsSql(...args: Parameters<typeof jsonFieldExpressions>): string[] {
+  return jsonFieldExpressions(...args).map(([field, expression]) => `'${field}', ${expression}`);
+}
+
+/**
+ * `expression as "field"` items of a select list whose row, given to row_to_json,
+ * is the serializer's JSON (compact: no blanks around `:` and `,`, unlike
+ * json_build_object, and about a fifth cheaper for PostgreSQL to build).
+ */
+export function jsonColumnsSql(...args: Parameters<typeof jsonFieldExpressions>): string[] {
+  return jsonFieldExpressions(...args).map(([field, expression]) => `${expression} as "${field}"`);
 }

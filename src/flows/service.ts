@@ -1,9 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { and, asc, desc, eq, getTableColumns, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import type { z } from "zod";
 import type { Flow, Node } from "../contracts/flows.js";
 import type { Db, DbOrTx } from "../db/client.js";
-import { inlineTimestamp, jsonFieldsSql } from "../db/json-sql.js";
+import { inlineTimestamp, jsonColumnsSql } from "../db/json-sql.js";
 import { flowNodes, flows } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
@@ -116,20 +117,22 @@ async function nodesOf(db: DbOrTx, flowId: string) {
  * to every PUT, without mapping and serialising rows here.
  */
 const FLOW_JSON_SQL = sql.raw(
-  jsonFieldsSql(flows, "f", (f) => toFlowJson(f as FlowRow), {
+  jsonColumnsSql(flows, "f", (f) => toFlowJson(f as FlowRow), {
     timestamp: inlineTimestamp,
     computed: { execution_count: executionCountSql("f") },
   }).join(", "),
 );
 const NODE_JSON_SQL = sql.raw(
-  jsonFieldsSql(flowNodes, "n", (n) => toNodeJson(n as NodeRow), { timestamp: inlineTimestamp }).join(", "),
+  jsonColumnsSql(flowNodes, "n", (n) => toNodeJson(n as NodeRow), { timestamp: inlineTimestamp }).join(", "),
 );
+// Each object is row_to_json of a one-row select named by the serializer's fields.
 const flowWithNodesSql = (flowId: string, accountId: string) => sql`
   select json_build_object(
-    'flow', json_build_object(${FLOW_JSON_SQL}),
+    'flow', (select row_to_json(j) from (select ${FLOW_JSON_SQL}) j),
     'nodes', coalesce((
-      select json_agg(json_build_object(${NODE_JSON_SQL}) order by n.created_at, n.ordinal, n.id)
-      from flow_nodes n where n.flow_id = f.id), '[]'::json)
+      select json_agg(row_to_json(j) order by n.created_at, n.ordinal, n.id)
+      from flow_nodes n cross join lateral (select ${NODE_JSON_SQL}) j
+      where n.flow_id = f.id), '[]'::json)
   )::text as body
   from flows f where f.id = ${flowId} and f.account_id = ${accountId}`;
 
@@ -154,24 +157,31 @@ export async function getFlowWithNodesJson(
 /**
  * Writes nodes in one statement whatever their number: the nodes travel as one
  * JSON parameter that PostgreSQL expands (a multi-row VALUES would need seven
- * parameters a node). `ordinal` keeps their input order.
+ * parameters a node), each node a positional array (no key names repeated 500
+ * times on the wire). `ordinal` keeps their input order. With `ids` and
+ * `createdAt` the rows take those (PUT answers from them without reading the
+ * rows back); otherwise the columns' defaults.
  */
-async function insertNodes(tx: DbOrTx, flowId: string, nodes: NodeInput[]): Promise<void> {
+async function insertNodes(
+  tx: DbOrTx,
+  flowId: string,
+  nodes: NodeInput[],
+  given?: { ids: string[]; createdAt: Date },
+): Promise<void> {
   if (nodes.length === 0) return;
-  const rows = nodes.map((n, ordinal) => ({
-    node_key: n.node_key,
-    node_type: n.node_type,
-    config: n.config,
-    position_x: n.position_x,
-    position_y: n.position_y,
-    ordinal,
-  }));
+  const rows = nodes.map((n, i) => [
+    n.node_key,
+    n.node_type,
+    n.config,
+    n.position_x,
+    n.position_y,
+    given?.ids[i] ?? null,
+  ]);
   await tx.execute(sql`
-    insert into ${flowNodes} (flow_id, node_key, node_type, config, position_x, position_y, ordinal)
-    select ${flowId}, x.node_key, x.node_type, x.config, x.position_x, x.position_y, x.ordinal
-    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(
-      node_key text, node_type text, config jsonb, position_x double precision,
-      position_y double precision, ordinal integer)`);
+    insert into ${flowNodes} (id, flow_id, node_key, node_type, config, position_x, position_y, ordinal, created_at)
+    select coalesce((e->>5)::uuid, gen_random_uuid()), ${flowId}, e->>0, e->>1, e->2, (e->>3)::double precision,
+      (e->>4)::double precision, (o - 1)::int, coalesce(${given?.createdAt.toISOString() ?? null}::timestamptz, now())
+    from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as x(e, o)`);
 }
 
 export async function createFlow(
@@ -266,14 +276,32 @@ export async function replaceFlow(
         updatedAt: input.now,
       })
       .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
-      .returning();
+      .returning(flowFields);
     if (!row) return null;
-    if (input.nodes) {
-      await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
-      await insertNodes(tx, row.id, input.nodes);
+    if (!input.nodes) {
+      const { rows } = await tx.execute<{ body: string }>(flowWithNodesSql(row.id, input.accountId));
+      return rows[0]?.body ?? null;
     }
-    const { rows } = await tx.execute<{ body: string }>(flowWithNodesSql(row.id, input.accountId));
-    return rows[0]?.body ?? null;
+    // The nodes' ids and created_at are made here, so the answer is built from what was written
+    // (toNodeJson, the serializer the SQL of the read is derived from) without reading 500 rows back.
+    const createdAt = new Date(input.now.getTime());
+    const ids = input.nodes.map(() => randomUUID());
+    await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
+    await insertNodes(tx, row.id, input.nodes, { ids, createdAt });
+    const nodes = input.nodes.map((n, ordinal) =>
+      toNodeJson({
+        id: ids[ordinal] as string,
+        flowId: row.id,
+        nodeKey: n.node_key,
+        nodeType: n.node_type,
+        config: n.config,
+        positionX: n.position_x,
+        positionY: n.position_y,
+        ordinal,
+        createdAt,
+      }),
+    );
+    return JSON.stringify({ flow: toFlowJson(row), nodes });
   });
 }
 
