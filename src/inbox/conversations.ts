@@ -41,10 +41,11 @@ export async function listConversations(
   input: PageInput & ConversationFilters & { accountId: string },
 ): Promise<string> {
   const query = conversationPageQuery(db, input).getSQL();
-  // Without a search the statement's text depends only on which filters are given: it is
-  // prepared. A search's is not (a generic plan cannot weigh its trigram patterns).
+  // The statement's text depends only on which filters are given: it is prepared (planned once
+  // per connection), except with a search or a tag, whose best plan depends on the value (how
+  // many rows a trigram pattern or a tag finds), which a generic plan cannot weigh.
   const { rows } = await db.execute<{ id: string; at: string; body: string }>(
-    input.q ? query : prepared(query),
+    input.q || input.tag ? query : prepared(query),
   );
   const page = rows.slice(0, input.limit);
   const last = page.at(-1);
