@@ -3,8 +3,9 @@
  * (`npm run bench -- --only=campaign_send`, or `--only=campaign` with the start bench):
  *
  * - 10,000 recipients (2,000 with --quick) at `messages_per_second` 1000, the sandbox answering
- *   at once, then the same campaign with the sandbox answering after 150 ms (Meta's round trip),
- *   in the same run, after a warm-up campaign of 200:
+ *   at once, and the same campaign with the sandbox answering after 150 ms (Meta's round trip),
+ *   in the same run, after a warm-up campaign of 200, each twice in the order at once, 150 ms,
+ *   150 ms, at once (so that neither pays for coming second):
  *   sends/s (recipients / start to `completed`) with latency >= 0.8 x without; every recipient
  *   sent exactly once (the sandbox's received template sends, one per recipient's number).
  * - At `messages_per_second` 80: the achieved rate (sends received by the sandbox, first to last)
@@ -170,17 +171,19 @@ export async function runCampaignSendBench(i: Input): Promise<CampaignSendResult
     };
     // A small campaign first: the service's code warmed up, so that neither measured run pays for it.
     await run("warm-up: 200 at 1000/s", 200, 1000, 0);
-    const fast = await run(
-      `${sizes.fast.toLocaleString("en")} at 1000/s, sandbox answering at once`,
-      sizes.fast,
-      1000,
-      0,
-    );
-    const slow = await run(
-      `${sizes.slow.toLocaleString("en")} at 1000/s, sandbox answering after ${UPSTREAM_LATENCY_MS} ms`,
-      sizes.slow,
-      1000,
-      UPSTREAM_LATENCY_MS,
+    // Each measured twice, in the order at once, 150 ms, 150 ms, at once: the second campaign of a
+    // run meets a bigger database and more of the job queue's dead rows than the first, and the
+    // machine's load drifts, so a single pair measured its order as much as Meta's round trip.
+    const fastLabel = `${sizes.fast.toLocaleString("en")} at 1000/s, sandbox answering at once`;
+    const slowLabel = `${sizes.slow.toLocaleString("en")} at 1000/s, sandbox answering after ${UPSTREAM_LATENCY_MS} ms`;
+    const fastFirst = await run(`${fastLabel} (1 of 2)`, sizes.fast, 1000, 0);
+    const slowFirst = await run(`${slowLabel} (1 of 2)`, sizes.slow, 1000, UPSTREAM_LATENCY_MS);
+    const slowSecond = await run(`${slowLabel} (2 of 2)`, sizes.slow, 1000, UPSTREAM_LATENCY_MS);
+    const fastSecond = await run(`${fastLabel} (2 of 2)`, sizes.fast, 1000, 0);
+    const fast = bothOf(fastFirst, fastSecond);
+    const slow = bothOf(slowFirst, slowSecond);
+    i.log(
+      `campaign send bench: at once ${Math.round(fast.sendsPerSecond)} sends/s, at ${UPSTREAM_LATENCY_MS} ms ${Math.round(slow.sendsPerSecond)} sends/s (two campaigns each)`,
     );
     const paced = await run(`${sizes.paced.toLocaleString("en")} at 80/s`, sizes.paced, 80, 0);
     const large = await run(`${sizes.large.toLocaleString("en")} at 1000/s`, sizes.large, 1000, 0);
@@ -192,6 +195,20 @@ export async function runCampaignSendBench(i: Input): Promise<CampaignSendResult
   } finally {
     await database.close();
   }
+}
+
+/** Two campaigns of the same kind as one: their recipients over their summed times. */
+function bothOf(a: CampaignSendRun, b: CampaignSendRun): CampaignSendRun {
+  const seconds = a.recipients / a.sendsPerSecond + b.recipients / b.sendsPerSecond;
+  return {
+    ...a,
+    label: a.label.replace(" (1 of 2)", ", two campaigns"),
+    sendsPerSecond: (a.recipients + b.recipients) / seconds,
+    receivedPerSecond: (a.receivedPerSecond + b.receivedPerSecond) / 2,
+    missing: a.missing + b.missing,
+    duplicates: a.duplicates + b.duplicates,
+    peakRssMb: Math.max(a.peakRssMb, b.peakRssMb),
+  };
 }
 
 async function setLatency(sandbox: string, ms: number) {
@@ -230,13 +247,13 @@ export function campaignSendTargets(r: CampaignSendResults | undefined) {
   if (!r) return [];
   const rows: Array<readonly [string, number, (v: number) => boolean, number]> = [
     [
-      `campaign of ${r.slow.recipients.toLocaleString("en")} at messages_per_second 1000, sandbox at ${r.slow.latencyMs} ms vs answering at once: sends/s >= 0.8 x (${Math.round(r.slow.sendsPerSecond)} vs ${Math.round(r.fast.sendsPerSecond)})`,
+      `campaign of ${r.slow.recipients.toLocaleString("en")} at messages_per_second 1000, sandbox at ${r.slow.latencyMs} ms vs answering at once (each twice: at once, 150 ms, 150 ms, at once): sends/s >= 0.8 x (${Math.round(r.slow.sendsPerSecond)} vs ${Math.round(r.fast.sendsPerSecond)})`,
       r.slow.sendsPerSecond / Math.max(r.fast.sendsPerSecond, 0.001),
       (v) => v >= 0.8,
       2,
     ],
     [
-      "those two campaigns: every recipient sent exactly once (missing + duplicated)",
+      "those four campaigns: every recipient sent exactly once (missing + duplicated)",
       r.fast.missing + r.fast.duplicates + r.slow.missing + r.slow.duplicates,
       (v) => v === 0,
       0,

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { z } from "zod";
 import type { Campaign } from "../contracts/campaigns.js";
 import type { DbOrTx } from "../db/client.js";
+import { prepared } from "../db/prepared.js";
 import {
   campaignRecipients,
   campaigns,
@@ -78,6 +79,29 @@ export async function campaignUpdated(
   // One transaction: the event's `created_at` (now()) is then the very `last_event_at` it sets, so
   // two events are a second apart however long the counting between the statements takes.
   await db.transaction((tx) => writeCampaignUpdated(tx, campaignId, known));
+}
+
+/**
+ * campaignUpdated after a change that is committed already (a status
+ * webhook's, a claim's). A running campaign's changes come many times a
+ * second: while the last event is less than a second old and the held-back
+ * event's job is queued and not yet taken, that job will count this change
+ * (it reads the counts when it runs, after this commit), so nothing is
+ * written: one read, where campaignUpdated would lock the campaign row and
+ * rewrite that job. Otherwise, campaignUpdated.
+ */
+export async function campaignChanged(db: DbOrTx, campaignId: string): Promise<void> {
+  const { rows } = await db.execute<{ covered: boolean }>(
+    prepared(sql`
+    select exists (
+      select 1 from ${campaigns} c
+       where c.id = ${campaignId}::uuid and c.last_event_at > now() - interval '1 second'
+         and exists (select 1 from graphile_worker._private_jobs j
+                      where j.key = ${`${CAMPAIGN_EVENT_TASK}:${campaignId}`}::text and j.locked_at is null)
+    ) as covered`),
+  );
+  if (rows[0]?.covered) return;
+  await campaignUpdated(db, campaignId);
 }
 
 async function writeCampaignUpdated(db: DbOrTx, campaignId: string, known?: CampaignCounts) {

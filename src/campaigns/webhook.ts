@@ -10,7 +10,7 @@ import {
 } from "../db/schema/index.js";
 import type { InboundMessageStored } from "../flows/runner/look.js";
 import type { StatusUpdate, TemplateStatusChange } from "../messaging/webhook-payload.js";
-import { campaignUpdated } from "./events.js";
+import { campaignChanged } from "./events.js";
 import { pauseCampaign } from "./send.js";
 
 /** The recipient statuses an upstream status may move a recipient from (forward only). */
@@ -63,7 +63,7 @@ export async function applyCampaignWebhook(
     // (Opt-out keywords, a campaign's quick-reply "Stop" included, are applied by
     // inbound/consent.ts right after this, with their times and the reply.)
   }
-  for (const campaignId of touched) await campaignUpdated(db, campaignId);
+  for (const campaignId of touched) await campaignChanged(db, campaignId);
 }
 
 /**

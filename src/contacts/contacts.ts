@@ -7,6 +7,7 @@ import { and, desc, eq, or, sql } from "drizzle-orm";
 import type { z } from "zod";
 import type { ContactDetail } from "../contracts/contacts.js";
 import type { Db, DbOrTx } from "../db/client.js";
+import { inlineTimestamp, jsonFieldsSql } from "../db/json-sql.js";
 import { contacts, conversations } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
@@ -66,28 +67,54 @@ export function contactFilterSql(accountId: string, filter: ContactFilter) {
   );
 }
 
-/** Newest contacts first; `q` finds by name, phone or username, `tag` by one tag, and by opt-out or attribute. */
+/**
+ * Newest contacts first; `q` finds by name, phone or username, `tag` by one tag, and by opt-out or
+ * attribute. `{ contacts, next_cursor }` as JSON text, each contact built by PostgreSQL in the
+ * page's one statement (CONTACT_JSON_SQL).
+ */
 export async function listContacts(
   db: Db,
   input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
-) {
-  const rows = await contactPageQuery(db, input);
+): Promise<string> {
+  const { rows } = await db.execute<{ id: string; at: string; body: string }>(
+    contactPageQuery(db, input).getSQL(),
+  );
   const page = rows.slice(0, input.limit);
-  const last = page.at(-1)?.contact;
-  return {
-    contacts: page.map(withConversation),
-    next_cursor: rows.length > input.limit && last ? encodeCursor({ at: last.createdAt, id: last.id }) : null,
-  };
+  const last = page.at(-1);
+  const nextCursor =
+    rows.length > input.limit && last ? encodeCursor({ at: new Date(last.at), id: last.id }) : null;
+  return `{"contacts":[${page.map((r) => r.body).join(",")}],"next_cursor":${JSON.stringify(nextCursor)}}`;
 }
 
-/** The statement of one page of the filtered contacts (a row more than the page, to tell whether more follow). */
+/** withConversation as SQL (read back from it: src/db/json-sql.ts), on the rows as drizzle names them. */
+const CONTACT_JSON_SQL = (() => {
+  const conversationId = "\u0001conversation_id";
+  const fields = jsonFieldsSql(
+    contacts,
+    '"contacts"',
+    (k) => withConversation({ contact: k as ContactRow, conversationId }),
+    { timestamp: inlineTimestamp, computed: { conversation_id: '"conversations"."id"' } },
+  );
+  return sql.raw(`json_build_object(${fields.join(", ")})::text`);
+})();
+
+/**
+ * The statement of one page of the filtered contacts (a row more than the page, to tell whether
+ * more follow): each row's id, its created_at as Date#toJSON writes it (the cursor) and its API
+ * JSON as text.
+ */
 export function contactPageQuery(
   db: DbOrTx,
   input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
 ) {
   const after = input.cursor ? decodeCursor(input.cursor) : null;
   return db
-    .select({ contact: contacts, conversationId: conversations.id })
+    .select({
+      // Named: listContacts reads the rows by name.
+      id: sql<string>`${contacts.id}`.as("id"),
+      at: sql<string>`${sql.raw(inlineTimestamp('"contacts"."created_at"'))}`.as("at"),
+      body: sql<string>`${CONTACT_JSON_SQL}`.as("body"),
+    })
     .from(contacts)
     .leftJoin(conversations, eq(conversations.contactId, contacts.id))
     .where(

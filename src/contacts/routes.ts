@@ -70,10 +70,11 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
         400: "Bad q, tag, limit or cursor",
       },
     }),
-    async (request) => {
+    async (request, reply) => {
       const accountId = requireAccount(await sessions.require(request));
       const query = parse(listQuery, request.query);
-      return listContacts(db, { accountId, ...query });
+      const body = await listContacts(db, { accountId, ...query });
+      return reply.type("application/json; charset=utf-8").send(body);
     },
   );
 

@@ -64,12 +64,64 @@ export async function storeChange(
     if (stored === "unknown_number") return { unknownNumber: true, inbound: [], notes: [] };
     return { inbound: stored ? [stored] : [], notes: [] };
   }
+  // What Meta sends most of all for a business that sends: one status of one of its messages
+  // (sent, delivered, read: three a message). One statement, atomic on its own.
+  const [status] = change.statuses;
+  if (change.items.length === 0 && change.statuses.length === 1 && status) {
+    const applied = await applyStatusAlone(db, change.phoneNumberId, status, input.now());
+    if (applied.accountId === null) return { unknownNumber: true, inbound: [], notes: [] };
+    // Not moved, and its callback data names a message still waiting for Meta's id: a send whose
+    // answer was never recorded, resolved by applyStatus.
+    if (!applied.namedPending) return { inbound: [], notes: [] };
+    return storeInTransaction(db, { ...input, accountId: applied.accountId });
+  }
   const [owner] = await db
     .select({ accountId: messagingConfigs.accountId })
     .from(messagingConfigs)
     .where(eq(messagingConfigs.phoneNumberId, change.phoneNumberId));
   if (!owner) return { unknownNumber: true, inbound: [], notes: [] };
   return storeInTransaction(db, { ...input, accountId: owner.accountId });
+}
+
+/** Fields of a message that a status update sets. */
+const statusColumns = (update: StatusUpdate, now: Date) => ({
+  status: update.status,
+  ...(update.status === "failed" ? { error: update.error ?? { message: "Delivery failed" } } : {}),
+  updatedAt: now,
+});
+
+/**
+ * applyStatus's first step on its own, with the account found by the number
+ * in the same statement: the account (null: no account has the number), and
+ * whether, no message having moved, the status's callback data names one of
+ * the account's messages still pending without Meta's id.
+ */
+async function applyStatusAlone(db: Db, phoneNumberId: string, update: StatusUpdate, now: Date) {
+  const { rows } = await db.execute<{ account_id: string | null; named_pending: boolean }>(
+    prepared(sql`
+    with owner as (
+      select account_id from ${messagingConfigs} where phone_number_id = ${phoneNumberId}::text
+    ), moved as (
+      update ${messages}
+         set status = ${update.status}::text,
+             error = case when ${update.status}::text = 'failed'
+                          then ${JSON.stringify(update.error ?? { message: "Delivery failed" })}::jsonb
+                          else error end,
+             updated_at = ${now.toISOString()}::timestamptz
+       where account_id = (select account_id from owner)
+         and message_id = ${update.upstreamId}::text
+         and direction = 'outbound'
+         and status = any(${sql.param(STATUS_PREDECESSORS[update.status])}::text[])
+      returning id
+    )
+    select (select account_id from owner) as account_id,
+           not exists (select 1 from moved) and exists (
+             select 1 from ${messages}
+              where id = ${isOurMessageId(update.callbackData) ? update.callbackData : null}::uuid
+                and account_id = (select account_id from owner)
+                and direction = 'outbound' and status = 'pending' and message_id is null) as named_pending`),
+  );
+  return { accountId: rows[0]?.account_id ?? null, namedPending: Boolean(rows[0]?.named_pending) };
 }
 
 function storeInTransaction(
@@ -306,11 +358,7 @@ async function storeReaction(
 async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, now: Date) {
   const applied = await tx
     .update(messages)
-    .set({
-      status: update.status,
-      ...(update.status === "failed" ? { error: update.error ?? { message: "Delivery failed" } } : {}),
-      updatedAt: now,
-    })
+    .set(statusColumns(update, now))
     .where(
       and(
         eq(messages.accountId, accountId),
@@ -320,18 +368,13 @@ async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, 
       ),
     )
     .returning({ id: messages.id });
-  if (applied.length > 0 || !update.callbackData || !UUID.test(update.callbackData)) return;
+  if (applied.length > 0 || !isOurMessageId(update.callbackData)) return;
   // A send whose answer we never recorded (a timeout, a dropped connection, a crash):
   // Meta's status names it by our id. It was sent: recorded now with Meta's id, and its
   // settle job runs at once to move its run on (instead of sending it once more).
   const named = await tx
     .update(messages)
-    .set({
-      messageId: update.upstreamId,
-      status: update.status,
-      ...(update.status === "failed" ? { error: update.error ?? { message: "Delivery failed" } } : {}),
-      updatedAt: now,
-    })
+    .set({ messageId: update.upstreamId, ...statusColumns(update, now) })
     .where(
       and(
         eq(messages.id, update.callbackData),
@@ -352,6 +395,10 @@ async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, 
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether a status's callback data can name one of our messages (we send our message's id). */
+const isOurMessageId = (callbackData: string | null): callbackData is string =>
+  callbackData !== null && UUID.test(callbackData);
 
 /**
  * Template status changes, routed by business account id to every account

@@ -1,12 +1,16 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
-import { ACTIVE, automationForChange, pausedColumns } from "../bots/automation.js";
+import { ACTIVE, automationForChange, pausedColumns, toAutomationJson } from "../bots/automation.js";
+import { toContactJson } from "../contacts/json.js";
 import { searchPatterns } from "../contacts/search.js";
 import type { Db } from "../db/client.js";
+import { inlineTimestamp, jsonFieldsSql, sampleRow } from "../db/json-sql.js";
+import { prepared } from "../db/prepared.js";
 import { contacts, conversations, messageReactions, messages, profiles } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { type ReactionJson, toConversationJson, toMessageJson, toReactionJson } from "./json.js";
+import { WINDOW_MS } from "./window.js";
 
 export interface PageInput {
   limit: number;
@@ -27,54 +31,92 @@ export interface ConversationFilters {
 
 /**
  * The account's conversations, most recent activity first, each with its
- * contact and last message, narrowed by the filters. Search reads the pg_trgm
+ * contact and last message, narrowed by the filters: `{ conversations,
+ * next_cursor }` as JSON text, each conversation built by PostgreSQL in the
+ * page's one statement (CONVERSATION_JSON_SQL). Search reads the pg_trgm
  * indexes of contact names and phones and of message texts.
  */
 export async function listConversations(
   db: Db,
   input: PageInput & ConversationFilters & { accountId: string },
-) {
-  const rows = await conversationPageQuery(db, input);
+): Promise<string> {
+  const query = conversationPageQuery(db, input).getSQL();
+  // The statement's text depends only on which filters are given: it is prepared (planned once
+  // per connection), except with a search or a tag, whose best plan depends on the value (how
+  // many rows a trigram pattern or a tag finds), which a generic plan cannot weigh.
+  const { rows } = await db.execute<{ id: string; at: string; body: string }>(
+    input.q || input.tag ? query : prepared(query),
+  );
   const page = rows.slice(0, input.limit);
-
-  const ids = page.map((r) => r.conversation.id);
-  // One index probe per conversation (newest message first), however long the conversations are.
-  const lasts = ids.length
-    ? await db
-        .select()
-        .from(messages)
-        .where(
-          inArray(
-            messages.id,
-            sql`(select last.id from unnest(array[${sql.join(
-              ids.map((id) => sql`${id}::uuid`),
-              sql`, `,
-            )}]) as page(id)
-              cross join lateral (select m.id from ${messages} m where m.conversation_id = page.id
-                order by m.created_at desc, m.id desc limit 1) last)`,
-          ),
-        )
-    : [];
-  const lastOf = new Map(lasts.map((m) => [m.conversationId, m]));
-
-  const last = page.at(-1)?.conversation;
-  return {
-    conversations: page.map((r) =>
-      toConversationJson(r.conversation, r.contact, lastOf.get(r.conversation.id) ?? null),
-    ),
-    next_cursor:
-      rows.length > input.limit && last ? encodeCursor({ at: last.lastMessageAt, id: last.id }) : null,
-  };
+  const last = page.at(-1);
+  const nextCursor =
+    rows.length > input.limit && last ? encodeCursor({ at: new Date(last.at), id: last.id }) : null;
+  return `{"conversations":[${page.map((r) => r.body).join(",")}],"next_cursor":${JSON.stringify(nextCursor)}}`;
 }
 
-/** The statement of one page of the filtered list (a row more than the page, to tell whether more follow). */
+/** A conversation's automation as toAutomationJson writes it; `paused` is true while a pause is in force. */
+const automationJsonSql = (c: string, paused: string) =>
+  jsonFieldsSql(conversations, c, () => toAutomationJson({ state: "paused", until: null, reason: null }), {
+    computed: {
+      state: `case when ${paused} then 'paused' else 'active' end`,
+      until: `case when ${paused} then ${inlineTimestamp(`${c}.automation_until`)} end`,
+      reason: `case when ${paused} then ${c}.automation_reason end`,
+    },
+  });
+
+/**
+ * toConversationJson as SQL (read back from it and from toContactJson and
+ * toMessageJson: src/db/json-sql.ts), on the rows of `conversations` and
+ * `contacts` as drizzle names them; the last message is one index probe.
+ * The automation's pause is weighed at the statement's now() (the serializer's `now`).
+ */
+const CONVERSATION_JSON_SQL = (() => {
+  const c = '"conversations"';
+  const paused = `(${c}.automation_state = 'paused' and (${c}.automation_until is null or ${c}.automation_until > now()))`;
+  const contact = jsonFieldsSql(contacts, '"contacts"', (k) => toContactJson(k as never), {
+    timestamp: inlineTimestamp,
+  });
+  const message = jsonFieldsSql(messages, "m", (m) => toMessageJson(m as never), {
+    timestamp: inlineTimestamp,
+  });
+  const { row: contactRow } = sampleRow(contacts, 1000);
+  const conversation = jsonFieldsSql(
+    conversations,
+    c,
+    (row) => toConversationJson(row as never, contactRow as never, null),
+    {
+      timestamp: inlineTimestamp,
+      computed: {
+        automation: `json_build_object(${automationJsonSql(c, paused).join(", ")})`,
+        window_expires_at: inlineTimestamp(
+          `(${c}.customer_message_at + interval '${WINDOW_MS} milliseconds')`,
+        ),
+        contact: `json_build_object(${contact.join(", ")})`,
+        last_message: `(select json_build_object(${message.join(", ")}) from messages m
+          where m.conversation_id = ${c}.id order by m.created_at desc, m.id desc limit 1)`,
+      },
+    },
+  );
+  return sql.raw(`json_build_object(${conversation.join(", ")})::text`);
+})();
+
+/**
+ * The statement of one page of the filtered list (a row more than the page, to tell whether
+ * more follow): each row's id, its last_message_at as Date#toJSON writes it (the cursor) and
+ * its API JSON as text.
+ */
 export function conversationPageQuery(
   db: Db,
   input: PageInput & ConversationFilters & { accountId: string },
 ) {
   const after = input.cursor ? decodeCursor(input.cursor) : null;
   return db
-    .select({ conversation: conversations, contact: contacts })
+    .select({
+      // Named: listConversations reads the rows by name (db.execute, to run it prepared).
+      id: sql<string>`${conversations.id}`.as("id"),
+      at: sql<string>`${sql.raw(inlineTimestamp('"conversations"."last_message_at"'))}`.as("at"),
+      body: sql<string>`${CONVERSATION_JSON_SQL}`.as("body"),
+    })
     .from(conversations)
     .innerJoin(contacts, eq(contacts.id, conversations.contactId))
     .where(

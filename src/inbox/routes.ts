@@ -130,7 +130,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
         400: "Bad filter, limit or cursor",
       },
     }),
-    async (request) => {
+    async (request, reply) => {
       const caller = await sessions.require(request);
       const accountId = requireAccount(caller);
       const { assigned_to, ...query } = parse(listQuery, request.query);
@@ -142,7 +142,8 @@ export function registerInboxRoutes(app: FastifyInstance, deps: AppDeps) {
             : assigned_to === "none"
               ? null
               : assigned_to;
-      return listConversations(db, { accountId, ...query, assignedTo });
+      const body = await listConversations(db, { accountId, ...query, assignedTo });
+      return reply.type("application/json; charset=utf-8").send(body);
     },
   );
 

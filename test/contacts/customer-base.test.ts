@@ -1,6 +1,13 @@
 import { eq, sql } from "drizzle-orm";
 import { describe, expect } from "vitest";
-import { contacts, flowRunEvents, flowRuns, flows, messages } from "../../src/db/schema/index.js";
+import {
+  contacts,
+  conversations,
+  flowRunEvents,
+  flowRuns,
+  flows,
+  messages,
+} from "../../src/db/schema/index.js";
 import { mediaKey } from "../../src/media/download.js";
 import { insertContact, insertMessage, appTest as it } from "../helpers/fixtures.js";
 import { addMember, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
@@ -87,6 +94,40 @@ describe("POST /api/contacts", () => {
       expect(rows).toEqual([]);
     },
   );
+});
+
+describe("GET /api/contacts", () => {
+  it("writes each contact exactly as GET /api/contacts/{id} does (its SQL is read back from the same serializer), keys in order", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
+    const full = await insertContact(t, { accountId, name: 'Zoë "Z" Ünal' });
+    await t.database.db
+      .update(contacts)
+      .set({
+        tags: ["vip", "b2b"],
+        attributes: { plan: "gold", note: "line\nbreak 👍" },
+        optedOut: true,
+        optedOutAt: new Date("2025-02-01T10:00:00.123Z"),
+        optedInAt: new Date("2025-01-01T10:00:00.007Z"),
+        optInSource: "website",
+        bsuid: "BR.123",
+        username: "zoe",
+      })
+      .where(eq(contacts.id, full.contact.id));
+    const bare = await insertContact(t, { accountId, name: null, phone: null });
+    await t.database.db.delete(conversations).where(eq(conversations.id, bare.conversation.id));
+
+    const listed = (await as(t, user, "GET", "/api/contacts")).json().contacts;
+    expect(listed.map((c: { id: string }) => c.id).sort()).toEqual([full.contact.id, bare.contact.id].sort());
+    expect(listed.find((c: { id: string }) => c.id === bare.contact.id).conversation_id).toBeNull();
+    for (const contact of listed) {
+      const one = await as(t, user, "GET", `/api/contacts/${contact.id}`);
+      expect(one.statusCode).toBe(200);
+      // JSON.stringify keeps key order: equal strings are equal values with their keys in the same order.
+      expect(JSON.stringify(contact)).toBe(JSON.stringify(one.json().contact));
+    }
+  });
 });
 
 describe("typed contact attributes", () => {

@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { describe, expect } from "vitest";
-import { conversations, messageReactions, messages } from "../../src/db/schema/index.js";
+import { contacts, conversations, messageReactions, messages } from "../../src/db/schema/index.js";
 import { insertContact, insertMessage, appTest as it } from "../helpers/fixtures.js";
 import { addMember, signUp, signUpWithAccount, type TestApp } from "../helpers/harness.js";
 
@@ -185,6 +185,82 @@ describe("GET /api/conversations", () => {
     const response = await get(t, `/api/conversations?${query}`, user.headers);
     expect(response.statusCode).toBe(400);
     expect(response.json().error).toMatch(message);
+  });
+
+  it("writes each conversation exactly as GET /api/conversations/{id} does (its SQL is read back from the same serializers), keys in order", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
+    const hour = 60 * 60 * 1000;
+    const plain = await conversationAt(t, accountId, "2025-01-03T10:00:00Z", "Plain");
+    const busy = await conversationAt(t, accountId, "2025-01-04T10:00:00Z", "Busy");
+    const pausedUntilLater = await conversationAt(t, accountId, "2025-01-05T10:00:00Z", "Later");
+    const pauseOver = await conversationAt(t, accountId, "2025-01-06T10:00:00Z", "Over");
+    const unnamed = await insertContact(t, { accountId, name: null, phone: null, customerWroteAt: null });
+    await t.database.db
+      .update(conversations)
+      .set({
+        status: "pending",
+        assignedTo: user.id,
+        handoffNote: "Wants a refund",
+        automationState: "paused",
+        automationUntil: null,
+        automationReason: "assigned",
+        unreadCount: 3,
+        customerMessageAt: new Date("2025-01-04T09:59:58.123Z"),
+      })
+      .where(eq(conversations.id, busy.conversation.id));
+    await t.database.db
+      .update(conversations)
+      .set({
+        automationState: "paused",
+        automationUntil: new Date(Date.now() + hour),
+        automationReason: "manual",
+      })
+      .where(eq(conversations.id, pausedUntilLater.conversation.id));
+    await t.database.db
+      .update(conversations)
+      .set({
+        automationState: "paused",
+        automationUntil: new Date(Date.now() - hour),
+        automationReason: "agent_reply",
+      })
+      .where(eq(conversations.id, pauseOver.conversation.id));
+    await t.database.db
+      .update(contacts)
+      .set({ tags: ["vip", "b2b"], attributes: { plan: "gold", city: 'Köln "Süd"' } })
+      .where(eq(contacts.id, busy.contact.id));
+    await message(t, { accountId, conversationId: plain.conversation.id, text: "only one" });
+    const rich = await message(t, { accountId, conversationId: busy.conversation.id, direction: "outbound" });
+    await t.database.db
+      .update(messages)
+      .set({
+        type: "image",
+        text: null,
+        media: { id: "m1", mime_type: "image/jpeg", caption: 'a "quoted" line\nand ünïcode 👍' },
+        payload: { z: 1, a: [1, 2, { b: null }] },
+        interactive: { type: "button_reply", id: "yes", title: "Yes" },
+        error: { code: 131047, message: "Re-engagement" },
+        status: "failed",
+        contextMessageId: "wamid.context",
+        upstreamTimestamp: new Date("2025-01-04T10:00:00.007Z"),
+      })
+      .where(eq(messages.id, rich.id));
+
+    const listed = (await get(t, "/api/conversations", user.headers)).json().conversations;
+    expect(listed.map((c: { id: string }) => c.id)).toEqual([
+      unnamed.conversation.id, // its activity is now
+      pauseOver.conversation.id,
+      pausedUntilLater.conversation.id,
+      busy.conversation.id,
+      plain.conversation.id,
+    ]);
+    for (const conversation of listed) {
+      const one = await get(t, `/api/conversations/${conversation.id}`, user.headers);
+      expect(one.statusCode).toBe(200);
+      // JSON.stringify keeps key order: equal strings are equal values with their keys in the same order.
+      expect(JSON.stringify(conversation)).toBe(JSON.stringify(one.json().conversation));
+    }
   });
 
   it("defaults to 50 per page and allows 200", async ({ t, owner: { user, accountId } }) => {

@@ -8,12 +8,13 @@ import { createTestDatabase } from "../helpers/harness.js";
  * force_unlock_workers, the runner). A few hot or recovery paths read and write its private
  * tables directly: a customer queue's next job (src/jobs/follow-ups.ts), reaping dead workers
  * (src/jobs/worker.ts), waiting for quiet (src/jobs/drain.ts), postponing settle jobs after a
- * restart (src/sending/outbound.ts) and the index of migration 0011. So the version is pinned
+ * restart (src/sending/outbound.ts), whether a campaign's held-back event is queued (src/campaigns/events.ts) and the index of migration 0011. So the version is pinned
  * exactly in package.json, and this test fails when an upgrade changes what those paths rely on.
  */
 const USED: Record<string, string[]> = {
   _private_jobs: [
     "id",
+    "key",
     "job_queue_id",
     "task_id",
     "payload",
