@@ -463,6 +463,7 @@ async function main() {
   }
 
   let durable: DurableResults | undefined;
+  let secondInstance: ReturnType<typeof spawnChild> | undefined;
   if (!only || only.includes("durable")) {
     // The bare reply pipeline (bench/bare.ts): the floods' yardstick, on the same database and sandbox.
     const barePort = await freePort();
@@ -497,10 +498,17 @@ async function main() {
           ...serviceEnv,
           PORT: String(port),
         });
+        secondInstance = second;
         await waitHttp(`http://127.0.0.1:${port}/readyz`, second);
         return { url: `http://127.0.0.1:${port}`, pid: second.pid! };
       },
     });
+  }
+  // The flood's second instance stops here: the campaigns are sent, and measured, by one instance.
+  if (secondInstance && secondInstance.exitCode === null) {
+    const stopped = new Promise((resolve) => secondInstance?.once("exit", resolve));
+    secondInstance.kill("SIGTERM");
+    await stopped;
   }
   // Campaign sending through the service (bench/campaign-send.ts): latency, pace, memory.
   let campaignSends: CampaignSendResults | undefined;
