@@ -10,6 +10,7 @@ import {
   runnerLookColumns,
   toRunnerLook,
 } from "../flows/runner/look.js";
+import { isUuid } from "../http/ids.js";
 import { nextMessageTime, upsertThread } from "../inbox/threads.js";
 import { STATUS_PREDECESSORS } from "../messaging/message-status.js";
 import type {
@@ -394,11 +395,8 @@ async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, 
   );
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Whether a status's callback data can name one of our messages (we send our message's id). */
-const isOurMessageId = (callbackData: string | null): callbackData is string =>
-  callbackData !== null && UUID.test(callbackData);
+const isOurMessageId = (callbackData: string | null): callbackData is string => isUuid(callbackData);
 
 /**
  * Template status changes, routed by business account id to every account
