@@ -13,7 +13,7 @@ import { pgErrorCode } from "../db/errors.js";
 import { ATTRIBUTE_TYPES, type AttributeType, contactAttributeDefinitions } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { storableString } from "../http/input.js";
-import { ATTRIBUTE_KEY_MAX_LENGTH, ATTRIBUTE_VALUE_MAX_LENGTH } from "./fields.js";
+import { ATTRIBUTE_KEY, ATTRIBUTE_KEY_MAX_LENGTH, ATTRIBUTE_VALUE_MAX_LENGTH } from "./fields.js";
 
 export interface AttributeDefinition {
   key: string;
@@ -27,7 +27,7 @@ export const definitionBody = z
     key: z
       .string({ error: "is required" })
       .max(ATTRIBUTE_KEY_MAX_LENGTH, `must be at most ${ATTRIBUTE_KEY_MAX_LENGTH} characters`)
-      .regex(/^[A-Za-z0-9_.-]+$/, "must be letters, digits, '_', '.' or '-'"),
+      .regex(ATTRIBUTE_KEY, "must be letters, digits, '_', '.' or '-'"),
     label: storableString({ trim: true, min: 1, max: 100 }),
     type: z.enum(ATTRIBUTE_TYPES, { error: `must be one of ${ATTRIBUTE_TYPES.join(", ")}` }),
     options: z

@@ -17,7 +17,12 @@ export const tags = z
   .max(TAGS_MAX, `must hold at most ${TAGS_MAX} tags`)
   .transform((list) => [...new Set(list)]);
 
-const ATTRIBUTE_KEY = /^[A-Za-z0-9_.-]+$/;
+/** An attribute key: letters, digits, `_`, `.` or `-`. */
+export const ATTRIBUTE_KEY = /^[A-Za-z0-9_.-]+$/;
+
+/** Whether a string can be an attribute key (pattern and length). */
+export const isAttributeKey = (key: string) =>
+  key.length <= ATTRIBUTE_KEY_MAX_LENGTH && ATTRIBUTE_KEY.test(key);
 
 /**
  * A flat map of values (strings, or numbers and booleans for typed attributes:

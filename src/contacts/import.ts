@@ -24,7 +24,7 @@ import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { addJob } from "../queue/add.js";
 import { type Definitions, definitionMap } from "./attributes.js";
-import { ATTRIBUTE_KEY_MAX_LENGTH } from "./fields.js";
+import { ATTRIBUTE_KEY_MAX_LENGTH, isAttributeKey } from "./fields.js";
 import { type Batch, detectDelimiter, parserOptions, STAGE_COLUMNS } from "./import-rows.js";
 import type { FromParser, ParseJob, ToParser } from "./import-worker.js";
 
@@ -223,8 +223,6 @@ export function suggestMapping(columns: string[], definitions: Definitions): Map
   return mapping;
 }
 
-const ATTRIBUTE_KEY = /^[A-Za-z0-9_.-]+$/;
-
 /** 400 naming the problem when the mapping is not one the file can fill. */
 export function checkMapping(mapping: unknown, columns: string[]): Mapping {
   if (typeof mapping !== "object" || mapping === null || Array.isArray(mapping)) {
@@ -237,9 +235,7 @@ export function checkMapping(mapping: unknown, columns: string[]): Mapping {
       field === "phone" ||
       field === "name" ||
       field === "tags" ||
-      (field.startsWith("attributes.") &&
-        ATTRIBUTE_KEY.test(field.slice(11)) &&
-        field.length - 11 <= ATTRIBUTE_KEY_MAX_LENGTH);
+      (field.startsWith("attributes.") && isAttributeKey(field.slice("attributes.".length)));
     if (!known) {
       throw new ApiError(
         400,

@@ -23,7 +23,7 @@ import {
 import { createContact, getContact, listContacts, updateContact } from "./contacts.js";
 import { eraseContact, mergeContacts } from "./erase.js";
 import { registerContactExportRoute } from "./export.js";
-import { attributes, filterQuery, tags } from "./fields.js";
+import { attributes, filterQuery, isAttributeKey, tags } from "./fields.js";
 import { registerContactImportRoutes } from "./import-routes.js";
 import { normalisePhone } from "./phone.js";
 
@@ -281,7 +281,9 @@ export function registerContactRoutes(app: FastifyInstance, deps: AppDeps) {
     }),
     async (request) => {
       const accountId = requireOwner(await sessions.require(request));
-      if (!(await deleteDefinition(db, accountId, request.params.key))) throw notFound();
+      // A key no definition can have (a bad character, too long) names none.
+      const { key } = request.params;
+      if (!isAttributeKey(key) || !(await deleteDefinition(db, accountId, key))) throw notFound();
       return { ok: true };
     },
   );

@@ -188,6 +188,12 @@ describe("typed contact attributes", () => {
 
     expect((await as(t, user, "DELETE", "/api/contact-attributes/age")).statusCode).toBe(200);
     expect((await as(t, user, "DELETE", "/api/contact-attributes/age")).statusCode).toBe(404);
+    // A key no definition can have names none (PostgreSQL stores no NUL: it must not reach the query).
+    for (const key of ["a%00b", "a%20b", "x".repeat(65)]) {
+      const bad = await as(t, user, "DELETE", `/api/contact-attributes/${key}`);
+      expect(bad.statusCode, key).toBe(404);
+      expect(bad.json().error, key).toMatch(/not found/i);
+    }
     expect(
       (await as(t, user, "PATCH", `/api/contacts/${id}`, { attributes: { age: "ten" } })).statusCode,
     ).toBe(200);
