@@ -25,9 +25,11 @@ export interface PipelineOptions {
   /** The upstream call's own timeout (the Graph client's, default 10 s). */
   callTimeoutMs?: number;
   /**
-   * Whether a campaign still sends (not cancelled, not paused), asked right
-   * before each of its sends' HTTP call; an answer may be reused for a moment.
-   * A failure to answer counts as yes.
+   * Whether a campaign still sends (not cancelled, not paused), asked for
+   * each of its sends just before its slot (GATE_LEAD_MS) and again at the
+   * slot; an answer may be reused for a moment, and one that comes after the
+   * slot's lateness costs the slot, never its place in the schedule. A failure
+   * to answer counts as yes.
    */
   campaignGoing?: (campaignId: string) => Promise<boolean>;
   /** Called when Meta refuses for throughput: the number's rate goes down (AIMD). */
@@ -55,6 +57,16 @@ interface NumberLane {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+const sleepUntil = async (at: number) => {
+  while (Date.now() < at) await sleep(Math.ceil(at - Date.now()));
+};
+
+/**
+ * How long before its slot a campaign send's gate is asked, so that the
+ * campaign's first look (one query; later looks are taken while the last
+ * answer serves, see campaigns/gate.ts) is answered when the slot comes.
+ */
+const GATE_LEAD_MS = 40;
 
 export function createSendPipeline(options: PipelineOptions): SendPipeline {
   const capacity = options.capacity ?? options.maxInFlight * 4;
@@ -111,12 +123,6 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
   const fly = (w: Waiting) => {
     flying += 1;
     const { item } = w;
-    const send = (): Promise<SendResult> =>
-      options.graph
-        .sendMessage(item.token, item.phoneNumberId, item.to, item.message, {
-          callbackData: item.messageId ?? undefined,
-        })
-        .then((sent): SendResult => ({ kind: "sent", sent }), failed);
     const failed = (error: unknown): SendResult => {
       const code = (error as { code?: unknown }).code;
       if (typeof code === "number" && THROUGHPUT_CODES.has(code)) {
@@ -129,24 +135,44 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
       }
       return { kind: "error", error };
     };
-    const going = options.campaignGoing;
-    // The last check before the wire: a campaign cancelled or paused since the claim sends no more.
-    const done =
-      item.campaignId && going
-        ? going(item.campaignId)
-            .catch(() => true)
-            .then((yes): Promise<SendResult> | SendResult => (yes ? send() : { kind: "withdrawn" }))
-        : send();
     track(
-      done.then((result) => {
-        flying -= 1;
-        const wake = socketWaiters;
-        socketWaiters = [];
-        for (const resolve of wake) resolve();
-        wakeAdmitted();
-        w.resolve(result);
-      }),
+      options.graph
+        .sendMessage(item.token, item.phoneNumberId, item.to, item.message, {
+          callbackData: item.messageId ?? undefined,
+        })
+        .then((sent): SendResult => ({ kind: "sent", sent }), failed)
+        .then((result) => {
+          flying -= 1;
+          const wake = socketWaiters;
+          socketWaiters = [];
+          for (const resolve of wake) resolve();
+          wakeAdmitted();
+          w.resolve(result);
+        }),
     );
+  };
+
+  /**
+   * Whether the lane's next send may go: a campaign send whose campaign was
+   * cancelled or paused since its claim is answered `withdrawn` and dropped,
+   * until the head is a send that goes (true) or the lane is empty (false).
+   */
+  const headGoes = async (lane: NumberLane): Promise<boolean> => {
+    const going = options.campaignGoing;
+    for (;;) {
+      const head = lane.customer[0] ?? lane.campaign[0];
+      if (!head) return false;
+      const campaignId = head.item.campaignId;
+      if (!campaignId || !going) return true;
+      if (await going(campaignId).catch(() => true)) return true;
+      const at = lane.campaign.indexOf(head);
+      if (at >= 0) {
+        lane.campaign.splice(at, 1);
+        waiting -= 1;
+        head.resolve({ kind: "withdrawn" });
+        wakeAdmitted();
+      }
+    }
   };
 
   const socketFree = () =>
@@ -170,8 +196,13 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
         }
         for (let i = 0; i < count && !closed; i++) {
           const slot = reservation.firstAtMs + i * reservation.intervalMs;
-          while (Date.now() < slot) await sleep(Math.ceil(slot - Date.now()));
+          // The campaign's look (a query) is taken a moment before the slot, so that at
+          // the slot its answer is there: a send never waits for it after its slot.
+          await sleepUntil(slot - GATE_LEAD_MS);
+          void headGoes(lane);
+          await sleepUntil(slot);
           await socketFree();
+          if (!(await headGoes(lane))) break;
           // Not before the slot, not later than its margin: a missed slot is skipped, never bunched.
           if (Date.now() > slot + SLOT_LATENESS_MS) continue;
           const next = take(lane);

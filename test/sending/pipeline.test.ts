@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createCampaignGate } from "../../src/campaigns/gate.js";
+import type { DbOrTx } from "../../src/db/client.js";
 import { createSendPipeline, type SendPipeline, type SendPriority } from "../../src/sending/pipeline.js";
 import { postgresSendRate, redisSendRate, type SendRate } from "../../src/sending/rate.js";
 import { GraphApiError, type GraphClient } from "../../src/upstream/graph.js";
@@ -246,6 +248,46 @@ describe("the last check before the wire", () => {
     expect(results.map((r) => r.kind)).toEqual(["withdrawn", "withdrawn"]);
     expect(reply.kind).toBe("sent");
     expect(calls.map((c) => c.to)).toEqual(["c-before", "reply"]);
-    expect(asked).toEqual(["c1", "c1", "c1"]);
+    // Only the campaign's sends are asked about, never the reply.
+    expect(asked.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(asked)).toEqual(new Set(["c1"]));
   }, 20_000);
+
+  it("a slow look at the campaign delays no send past its slot: no one-second window holds more than the rate", async () => {
+    const calls: Call[] = [];
+    const number = phone();
+    // The service's gate over a database that answers in 5 ms, but once (the fourth look) in 600 ms:
+    // a send waiting for that look would leave together with the sends of later slots.
+    let looks = 0;
+    const slowDb = {
+      async execute() {
+        await new Promise((r) => setTimeout(r, looks++ === 3 ? 600 : 5));
+        return { rows: [{ status: "running" }] };
+      },
+    };
+    const pipeline = createSendPipeline({
+      graph: fakeGraph(calls),
+      rate: postgresSendRate(pool()),
+      maxInFlight: 64,
+      campaignGoing: createCampaignGate(slowDb as unknown as DbOrTx),
+    });
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        pipeline.send({
+          messageId: null,
+          phoneNumberId: number,
+          token: "token",
+          to: `c-${i}`,
+          message: { type: "text", text: { body: "hi" } },
+          limit: 20,
+          priority: "campaign",
+          campaignId: "c1",
+        }),
+      ),
+    );
+    await pipeline.close();
+    expect(results.every((r) => r.kind === "sent")).toBe(true);
+    expect(calls).toHaveLength(60);
+    expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(20);
+  }, 30_000);
 });
