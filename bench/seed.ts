@@ -184,7 +184,7 @@ export async function withoutSearchIndex(
   const started = performance.now();
   await client.query("set maintenance_work_mem = '512MB'");
   await client.query(
-    "create index messages_search_idx on messages using gin (account_id, text gin_trgm_ops)",
+    "create index messages_search_idx on messages using gin (account_id, text gin_trgm_ops) with (gin_pending_list_limit = 64)",
   );
   await client.query("reset maintenance_work_mem");
   log(`  message text search index: built in ${Math.round(performance.now() - started)} ms`);

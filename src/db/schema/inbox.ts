@@ -52,13 +52,16 @@ export const contacts = pgTable(
       t.id.desc().nullsFirst(),
     ),
     // Search (pg_trgm, scoped by btree_gin's account_id): any substring of a name, phone or username.
-    index("contacts_search_idx").using(
-      "gin",
-      t.accountId,
-      t.name.op("gin_trgm_ops"),
-      t.phone.op("gin_trgm_ops"),
-      t.username.op("gin_trgm_ops"),
-    ),
+    // A short pending list (64 kB): every search reads it whole (migration 0021).
+    index("contacts_search_idx")
+      .using(
+        "gin",
+        t.accountId,
+        t.name.op("gin_trgm_ops"),
+        t.phone.op("gin_trgm_ops"),
+        t.username.op("gin_trgm_ops"),
+      )
+      .with({ gin_pending_list_limit: 64 }),
     // Tag filters.
     index("contacts_tags_idx").using("gin", t.tags),
   ],
@@ -175,7 +178,9 @@ export const messages = pgTable(
       .on(t.conversationId, t.createdAt)
       .where(sql`${t.campaignId} is not null`),
     // Inbox search by message text (pg_trgm, scoped by btree_gin's account_id): any substring.
-    index("messages_search_idx").using("gin", t.accountId, t.text.op("gin_trgm_ops")),
+    index("messages_search_idx")
+      .using("gin", t.accountId, t.text.op("gin_trgm_ops"))
+      .with({ gin_pending_list_limit: 64 }),
   ],
 );
 
