@@ -5,6 +5,7 @@
  */
 
 import { contactPageQuery } from "../src/contacts/contacts.js";
+import { searchProbes } from "../src/contacts/search.js";
 import { connectDatabase } from "../src/db/client.js";
 import { conversationPageQuery } from "../src/inbox/conversations.js";
 
@@ -30,10 +31,17 @@ export async function searchPlans(
   try {
     const plans: SearchPlan[] = [];
     for (const s of searches) {
+      // As the service builds them: probed with the search's rare part (searchProbes).
+      const probes = await searchProbes(database.db, s.q);
       const query =
         s.kind === "conversations"
-          ? conversationPageQuery(database.db, { accountId: s.accountId, limit: 50, q: s.q }).toSQL()
-          : contactPageQuery(database.db, { accountId: s.accountId, limit: 50, q: s.q }).toSQL();
+          ? conversationPageQuery(database.db, { accountId: s.accountId, limit: 50, q: s.q, probes }).toSQL()
+          : contactPageQuery(database.db, {
+              accountId: s.accountId,
+              limit: 50,
+              q: s.q,
+              probe: probes.name,
+            }).toSQL();
       const { rows } = await database.pool.query(`explain (format json) ${query.sql}`, query.params);
       const plan = rows[0]["QUERY PLAN"];
       const indexes = [...new Set(indexesOf(plan))];

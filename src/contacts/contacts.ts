@@ -13,7 +13,7 @@ import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { toContactJson } from "./json.js";
-import { searchPatterns } from "./search.js";
+import { containsText, phonePattern, searchProbes } from "./search.js";
 
 /** An agent's message to an opted-out contact (product: 422 `opted_out`). */
 export const optedOutError = () =>
@@ -42,6 +42,8 @@ const withConversation = (row: {
 /** Which contacts a list or an export takes. */
 export interface ContactFilter {
   q?: string;
+  /** The part of `q` the name and username index is probed with (searchProbes; default `q` itself). */
+  probe?: string;
   tag?: string;
   opted_out?: boolean;
   /** An attribute's key, and optionally the value it must have. */
@@ -51,7 +53,8 @@ export interface ContactFilter {
 
 /** The filter as a condition on contacts. */
 export function contactFilterSql(accountId: string, filter: ContactFilter) {
-  const search = filter.q ? searchPatterns(filter.q) : null;
+  const { q } = filter;
+  const phone = q ? phonePattern(q) : null;
   return and(
     eq(contacts.accountId, accountId),
     filter.tag ? sql`${contacts.tags} @> array[${filter.tag}]::text[]` : undefined,
@@ -61,8 +64,8 @@ export function contactFilterSql(accountId: string, filter: ContactFilter) {
         ? sql`${contacts.attributes} ? ${filter.attribute}`
         : sql`${contacts.attributes} @> ${JSON.stringify({ [filter.attribute]: filter.value })}::jsonb`
       : undefined,
-    search
-      ? sql`(${contacts.name} ilike ${search.text}${search.phone ? sql` or ${contacts.phone} like ${search.phone}` : sql``} or ${contacts.username} ilike ${search.text})`
+    q
+      ? sql`(${containsText(contacts.name, q, filter.probe)}${phone ? sql` or ${contacts.phone} like ${phone}` : sql``} or ${containsText(contacts.username, q, filter.probe)})`
       : undefined,
   );
 }
@@ -76,8 +79,9 @@ export async function listContacts(
   db: Db,
   input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
 ): Promise<string> {
+  const probe = input.q ? (await searchProbes(db, input.q)).name : undefined;
   const { rows } = await db.execute<{ id: string; at: string; body: string }>(
-    contactPageQuery(db, input).getSQL(),
+    contactPageQuery(db, { ...input, probe }).getSQL(),
   );
   const page = rows.slice(0, input.limit);
   const last = page.at(-1);

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ACTIVE, automationForChange, pausedColumns, toAutomationJson } from "../bots/automation.js";
 import { toContactJson } from "../contacts/json.js";
-import { searchPatterns } from "../contacts/search.js";
+import { containsText, phonePattern, type SearchProbes, searchProbes } from "../contacts/search.js";
 import type { Db } from "../db/client.js";
 import { inlineTimestamp, jsonFieldsSql, sampleRow } from "../db/json-sql.js";
 import { prepared } from "../db/prepared.js";
@@ -27,6 +27,8 @@ export interface ConversationFilters {
   tag?: string;
   /** Substring of the contact's name or phone, or of any message's text. */
   q?: string;
+  /** The parts of `q` the trigram indexes are probed with (searchProbes; default `q` itself). */
+  probes?: SearchProbes;
 }
 
 /**
@@ -40,7 +42,8 @@ export async function listConversations(
   db: Db,
   input: PageInput & ConversationFilters & { accountId: string },
 ): Promise<string> {
-  const query = conversationPageQuery(db, input).getSQL();
+  const probes = input.q ? await searchProbes(db, input.q) : undefined;
+  const query = conversationPageQuery(db, { ...input, probes }).getSQL();
   // The statement's text depends only on which filters are given: it is prepared (planned once
   // per connection), except with a search or a tag, whose best plan depends on the value (how
   // many rows a trigram pattern or a tag finds), which a generic plan cannot weigh.
@@ -129,7 +132,7 @@ export function conversationPageQuery(
             ? eq(conversations.assignedTo, input.assignedTo)
             : undefined,
         input.tag ? sql`${contacts.tags} @> array[${input.tag}]::text[]` : undefined,
-        input.q ? matchingSearch(input.accountId, input.q) : undefined,
+        input.q ? matchingSearch(input.accountId, input.q, input.probes) : undefined,
         after
           ? sql`(${conversations.lastMessageAt}, ${conversations.id}) < (${after.at.toISOString()}::timestamptz, ${after.id}::uuid)`
           : undefined,
@@ -143,15 +146,16 @@ export function conversationPageQuery(
  * The account's conversations whose contact's name or phone, or any of whose
  * messages, contains the text: each arm a bitmap scan of its trigram index.
  */
-function matchingSearch(accountId: string, q: string) {
-  const pattern = searchPatterns(q);
-  const phone = pattern.phone ? sql` or ct.phone like ${pattern.phone}` : sql``;
+function matchingSearch(accountId: string, q: string, probes: SearchProbes = { name: q, text: q }) {
+  const phone = phonePattern(q);
+  const name = containsText(sql.raw("ct.name"), q, probes.name);
+  const text = containsText(sql.raw("m.text"), q, probes.text);
   return sql`${conversations.id} in (
     select cv.id from ${contacts} ct join ${conversations} cv on cv.contact_id = ct.id
-      where ct.account_id = ${accountId} and (ct.name ilike ${pattern.text}${phone})
+      where ct.account_id = ${accountId} and (${name}${phone ? sql` or ct.phone like ${phone}` : sql``})
     union
     select m.conversation_id from ${messages} m
-      where m.account_id = ${accountId} and m.text ilike ${pattern.text})`;
+      where m.account_id = ${accountId} and ${text})`;
 }
 
 /** How many conversations are in each status, and how many open ones are the caller's or nobody's. */

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { contactPageQuery } from "../../src/contacts/contacts.js";
+import { searchProbes } from "../../src/contacts/search.js";
 import { conversationPageQuery } from "../../src/inbox/conversations.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 
@@ -60,8 +61,10 @@ const search = async (q: string) => {
   return response.json().conversations as Array<{ id: string; contact: { name: string; phone: string } }>;
 };
 
+/** The plan of the service's very statement, probes included. */
 async function planOf(q: string): Promise<string> {
-  const query = conversationPageQuery(t.database.db, { accountId, limit: 50, q }).toSQL();
+  const probes = await searchProbes(t.database.db, q);
+  const query = conversationPageQuery(t.database.db, { accountId, limit: 50, q, probes }).toSQL();
   const { rows } = await t.database.pool.query(`explain (format json) ${query.sql}`, query.params);
   return JSON.stringify(rows[0]["QUERY PLAN"]);
 }
@@ -111,10 +114,50 @@ describe("inbox search at 10,000 conversations", () => {
     const conditions = [...plan.matchAll(/"Index Cond":"([^"]*~~\*[^"]*)"/g)].map((m) => m[1]);
     expect(conditions.length).toBeGreaterThanOrEqual(2);
     for (const condition of conditions) expect(condition).toContain("account_id = ");
-    const query = contactPageQuery(t.database.db, { accountId, limit: 50, q: "Customer 4321 " }).toSQL();
+    const probe = (await searchProbes(t.database.db, "Customer 4321 ")).name;
+    const query = contactPageQuery(t.database.db, {
+      accountId,
+      limit: 50,
+      q: "Customer 4321 ",
+      probe,
+    }).toSQL();
     const { rows } = await t.database.pool.query(`explain (format json) ${query.sql}`, query.params);
     const contactPlan = JSON.stringify(rows[0]["QUERY PLAN"]);
     expect(contactPlan).toContain("contacts_search_idx");
     expect(contactPlan).not.toMatch(/Seq Scan[^}]*"Relation Name":"contacts"/);
+  });
+
+  it("probes the index with a search's rare word when its other words are in most rows, and checks the whole text on what it finds", async () => {
+    // Every name holds "Customer", every message "Order" and "about": in names, only the rare word is
+    // looked up; no message holds "Customer", so the messages' index takes the whole text.
+    const plan = await planOf("Customer 4321");
+    const conditions = [...plan.matchAll(/"Index Cond":"([^"]*~~\*[^"]*)"/g)].map((m) => m[1]);
+    expect(conditions.filter((c) => c?.includes("(name ~~*"))).toEqual([
+      expect.stringContaining("name ~~* '%4321%'"),
+    ]);
+    expect(conditions.filter((c) => c?.includes("(text ~~*"))).toEqual([
+      expect.stringContaining("text ~~* '%Customer 4321%'"),
+    ]);
+    expect(plan).toContain("strpos(lower(name), 'customer 4321'::text) > 0");
+    // What the rare word finds but the whole text does not (another Customer's hash, a message's) is left out.
+    const { rows } = await t.database.pool.query(
+      `select count(*)::int as n from contacts where account_id = $1 and (name ilike '%4321%')`,
+      [accountId],
+    );
+    expect(rows[0].n).toBeGreaterThan(1);
+    const found = await search("Customer 4321");
+    expect(found.map((c) => c.contact.name.split(" ").slice(0, 2).join(" "))).toEqual(["Customer 4321"]);
+    // A message's words: "about" is in every message, its hash is not.
+    const { rows: messageRows } = await t.database.pool.query(
+      "select m.text, m.conversation_id from messages m where m.account_id = $1 order by m.id desc limit 1",
+      [accountId],
+    );
+    const hash = (messageRows[0].text as string).split(" about ")[1]!.slice(0, 10);
+    const byWords = await planOf(`about ${hash}`);
+    expect(byWords).toContain(`text ~~* '%${hash}%'`);
+    expect(byWords).not.toContain("text ~~* '%about ");
+    expect((await search(`about ${hash}`)).map((c) => c.id)).toEqual([messageRows[0].conversation_id]);
+    // Words all common: the whole text is the probe.
+    expect(await planOf("Order 2 about")).toContain("'%Order 2 about%'");
   });
 });
