@@ -1,4 +1,4 @@
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, eq, isNull, type SQL, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
@@ -84,12 +84,33 @@ export async function storeChange(
   return storeInTransaction(db, { ...input, accountId: owner.accountId });
 }
 
+/** What a failed status without Meta's error records. */
+const FAILED_WITHOUT_ERROR = { message: "Delivery failed" };
+
 /** Fields of a message that a status update sets. */
 const statusColumns = (update: StatusUpdate, now: Date) => ({
   status: update.status,
-  ...(update.status === "failed" ? { error: update.error ?? { message: "Delivery failed" } } : {}),
+  ...(update.status === "failed" ? { error: update.error ?? FAILED_WITHOUT_ERROR } : {}),
   updatedAt: now,
 });
+
+/**
+ * The statement that moves the account's outbound message a status names
+ * forward (see STATUS_PREDECESSORS), returning its id; a stale or unknown
+ * update changes nothing. `accountId` is an SQL expression.
+ */
+const moveByStatus = (accountId: SQL, update: StatusUpdate, now: Date) => sql`
+  update ${messages}
+     set status = ${update.status}::text,
+         error = case when ${update.status}::text = 'failed'
+                      then ${JSON.stringify(update.error ?? FAILED_WITHOUT_ERROR)}::jsonb
+                      else error end,
+         updated_at = ${now.toISOString()}::timestamptz
+   where account_id = ${accountId}
+     and message_id = ${update.upstreamId}::text
+     and direction = 'outbound'
+     and status = any(${sql.param(STATUS_PREDECESSORS[update.status])}::text[])
+  returning id`;
 
 /**
  * applyStatus's first step on its own, with the account found by the number
@@ -98,28 +119,17 @@ const statusColumns = (update: StatusUpdate, now: Date) => ({
  * the account's messages still pending without Meta's id.
  */
 async function applyStatusAlone(db: Db, phoneNumberId: string, update: StatusUpdate, now: Date) {
+  const owner = sql`(select account_id from owner)`;
   const { rows } = await db.execute<{ account_id: string | null; named_pending: boolean }>(
     prepared(sql`
     with owner as (
       select account_id from ${messagingConfigs} where phone_number_id = ${phoneNumberId}::text
-    ), moved as (
-      update ${messages}
-         set status = ${update.status}::text,
-             error = case when ${update.status}::text = 'failed'
-                          then ${JSON.stringify(update.error ?? { message: "Delivery failed" })}::jsonb
-                          else error end,
-             updated_at = ${now.toISOString()}::timestamptz
-       where account_id = (select account_id from owner)
-         and message_id = ${update.upstreamId}::text
-         and direction = 'outbound'
-         and status = any(${sql.param(STATUS_PREDECESSORS[update.status])}::text[])
-      returning id
-    )
-    select (select account_id from owner) as account_id,
+    ), moved as (${moveByStatus(owner, update, now)})
+    select ${owner} as account_id,
            not exists (select 1 from moved) and exists (
              select 1 from ${messages}
               where id = ${isOurMessageId(update.callbackData) ? update.callbackData : null}::uuid
-                and account_id = (select account_id from owner)
+                and account_id = ${owner}
                 and direction = 'outbound' and status = 'pending' and message_id is null) as named_pending`),
   );
   return { accountId: rows[0]?.account_id ?? null, namedPending: Boolean(rows[0]?.named_pending) };
@@ -357,18 +367,7 @@ async function storeReaction(
 
 /** Moves an outbound message forward (see STATUS_PREDECESSORS); stale or unknown updates change nothing. */
 async function applyStatus(tx: DbOrTx, accountId: string, update: StatusUpdate, now: Date) {
-  const applied = await tx
-    .update(messages)
-    .set(statusColumns(update, now))
-    .where(
-      and(
-        eq(messages.accountId, accountId),
-        eq(messages.messageId, update.upstreamId),
-        eq(messages.direction, "outbound"),
-        inArray(messages.status, STATUS_PREDECESSORS[update.status]),
-      ),
-    )
-    .returning({ id: messages.id });
+  const { rows: applied } = await tx.execute(moveByStatus(sql`${accountId}::uuid`, update, now));
   if (applied.length > 0 || !isOurMessageId(update.callbackData)) return;
   // A send whose answer we never recorded (a timeout, a dropped connection, a crash):
   // Meta's status names it by our id. It was sent: recorded now with Meta's id, and its
