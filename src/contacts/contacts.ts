@@ -13,7 +13,7 @@ import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { decodeCursor, encodeCursor } from "../http/pagination.js";
 import { toContactJson } from "./json.js";
-import { containsText, phonePattern, searchProbes } from "./search.js";
+import { containsText, nameProbe, phonePattern } from "./search.js";
 
 /** An agent's message to an opted-out contact (product: 422 `opted_out`). */
 export const optedOutError = () =>
@@ -42,7 +42,7 @@ const withConversation = (row: {
 /** Which contacts a list or an export takes. */
 export interface ContactFilter {
   q?: string;
-  /** The part of `q` the name and username index is probed with (searchProbes; default `q` itself). */
+  /** The part of `q` the name and username index is probed with (nameProbe; default `q` itself). */
   probe?: string;
   tag?: string;
   opted_out?: boolean;
@@ -79,7 +79,7 @@ export async function listContacts(
   db: Db,
   input: { accountId: string; limit: number; cursor?: string } & ContactFilter,
 ): Promise<string> {
-  const probe = input.q ? (await searchProbes(db, input.q)).name : undefined;
+  const probe = input.q ? await nameProbe(db, input.q) : undefined;
   const { rows } = await db.execute<{ id: string; at: string; body: string }>(
     contactPageQuery(db, { ...input, probe }).getSQL(),
   );

@@ -57,13 +57,15 @@ export interface SearchProbes {
   text: string;
 }
 
-/** The search's probes, from the columns' samples (see probeOf). */
+/** The probe of contacts' names (and usernames), from the column's sample (see probeOf). */
+export async function nameProbe(db: Db, q: string): Promise<string> {
+  return probeOf(q, await columnSample(db, "contacts", "name"));
+}
+
+/** The search's probes of names and of message texts (see probeOf). */
 export async function searchProbes(db: Db, q: string): Promise<SearchProbes> {
-  const [names, texts] = await Promise.all([
-    columnSample(db, "contacts", "name"),
-    columnSample(db, "messages", "text"),
-  ]);
-  return { name: probeOf(q, names), text: probeOf(q, texts) };
+  const [name, texts] = await Promise.all([nameProbe(db, q), columnSample(db, "messages", "text")]);
+  return { name, text: probeOf(q, texts) };
 }
 
 /**
