@@ -1,5 +1,8 @@
 /** The CSV import's routes: preview, start, progress and the errors CSV. */
 
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { Readable } from "node:stream";
 import { and, asc, eq, gt } from "drizzle-orm";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -22,6 +25,8 @@ import {
   getImport,
   IMPORT_MAX_BYTES,
   readHead,
+  type SpooledFile,
+  spoolFile,
   suggestMapping,
   toImportJson,
 } from "./import.js";
@@ -59,31 +64,24 @@ const importDoc = multipartDoc.extend({
 });
 const idParams = z.object({ id: z.string().describe("Import id (UUID)") });
 
-/**
- * The file part's bytes, copied as they arrive into one buffer the size of
- * the request (so the file is in memory once, not as its pieces and their copy).
- */
-async function readFile(stream: AsyncIterable<Buffer>, requestLength: number) {
-  if (!(requestLength > 0)) {
-    const pieces: Buffer[] = [];
-    for await (const piece of stream) pieces.push(piece);
-    return Buffer.concat(pieces);
+/** Runs `use` with a private temporary folder for the upload, removed afterwards whatever happens. */
+async function withUploadDir<T>(use: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "wa-import-"));
+  try {
+    return await use(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
-  const bytes = Buffer.allocUnsafe(Math.min(requestLength, IMPORT_MAX_BYTES + 1));
-  let length = 0;
-  for await (const piece of stream) {
-    if (length + piece.length > bytes.length) throw new ApiError(413, "The file is larger than 50 MB");
-    piece.copy(bytes, length);
-    length += piece.length;
-  }
-  return bytes.subarray(0, length);
 }
 
-/** The multipart body: the file (at most 50 MB) and the text fields. */
-async function readImportBody(request: FastifyRequest) {
+/**
+ * The multipart body: the file (at most 50 MB, written to `dir` as it
+ * arrives) and the text fields.
+ */
+async function readImportBody(request: FastifyRequest, dir: string) {
   if (!request.isMultipart())
     throw new ApiError(400, 'Send multipart/form-data with the CSV as the field "file"');
-  let file: { bytes: Buffer; filename: string } | undefined;
+  let file: (SpooledFile & { filename: string }) | undefined;
   const fields: Partial<Record<Field, string>> = {};
   try {
     for await (const part of request.parts({
@@ -99,8 +97,8 @@ async function readImportBody(request: FastifyRequest) {
         part.file.resume();
         throw new ApiError(400, `Unexpected file field "${part.fieldname}": send the CSV as "file"`);
       }
-      const bytes = await readFile(part.file, Number(request.headers["content-length"]));
-      file = { bytes, filename: (part.filename ?? "").slice(0, 255) };
+      const spooled = await spoolFile(part.file, path.join(dir, "upload.csv"), IMPORT_MAX_BYTES);
+      file = { ...spooled, filename: (part.filename ?? "").slice(0, 255) };
     }
   } catch (error) {
     if (error instanceof ApiError) throw error;
@@ -157,10 +155,12 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
     }),
     async (request) => {
       const accountId = requireAccount(await sessions.require(request));
-      const { file } = await readImportBody(request);
-      const { columns, rows } = await readHead(file.bytes, PREVIEW_ROWS);
-      const definitions = await definitionMap(db, accountId);
-      return { columns, rows, suggested_mapping: suggestMapping(columns, definitions) };
+      return withUploadDir(async (dir) => {
+        const { file } = await readImportBody(request, dir);
+        const { columns, rows } = await readHead(file.head, PREVIEW_ROWS, file.whole);
+        const definitions = await definitionMap(db, accountId);
+        return { columns, rows, suggested_mapping: suggestMapping(columns, definitions) };
+      });
     },
   );
 
@@ -181,41 +181,43 @@ export function registerContactImportRoutes(app: FastifyInstance, deps: AppDeps)
     }),
     async (request, reply) => {
       const accountId = requireAccount(await sessions.require(request));
-      const { file, fields } = await readImportBody(request);
-      const { columns } = await readHead(file.bytes, 1000);
-      if (fields.mapping === undefined)
-        throw new ApiError(400, "mapping: is required (a JSON object of field: column)");
-      let mappingJson: unknown;
-      try {
-        mappingJson = JSON.parse(fields.mapping);
-      } catch {
-        throw new ApiError(400, "mapping: not valid JSON");
-      }
-      const mapping = checkMapping(mappingJson, columns);
-      const country = fields.default_country?.trim().toUpperCase() || null;
-      if (country && !isCountry(country))
-        throw new ApiError(400, "default_country: not an ISO 3166-1 country code");
-      const onDuplicate = fields.on_duplicate ?? "skip";
-      if (onDuplicate !== "update" && onDuplicate !== "skip") {
-        throw new ApiError(400, "on_duplicate: must be update or skip");
-      }
-      const addTags = readTags(fields.add_tags);
-      const source = fields.opt_in_source?.trim() || null;
-      if (source && (source.length > 100 || !isStorable(source))) {
-        throw new ApiError(400, "opt_in_source: at most 100 characters");
-      }
-      const row = await createImport(db, {
-        accountId,
-        bytes: file.bytes,
-        filename: file.filename || null,
-        mapping,
-        defaultCountry: country ?? (await getSettings(db, accountId)).defaultCountry,
-        onDuplicate,
-        addTags,
-        optInSource: source,
-        now: deps.now(),
+      return withUploadDir(async (dir) => {
+        const { file, fields } = await readImportBody(request, dir);
+        const { columns } = await readHead(file.head, 1000, file.whole);
+        if (fields.mapping === undefined)
+          throw new ApiError(400, "mapping: is required (a JSON object of field: column)");
+        let mappingJson: unknown;
+        try {
+          mappingJson = JSON.parse(fields.mapping);
+        } catch {
+          throw new ApiError(400, "mapping: not valid JSON");
+        }
+        const mapping = checkMapping(mappingJson, columns);
+        const country = fields.default_country?.trim().toUpperCase() || null;
+        if (country && !isCountry(country))
+          throw new ApiError(400, "default_country: not an ISO 3166-1 country code");
+        const onDuplicate = fields.on_duplicate ?? "skip";
+        if (onDuplicate !== "update" && onDuplicate !== "skip") {
+          throw new ApiError(400, "on_duplicate: must be update or skip");
+        }
+        const addTags = readTags(fields.add_tags);
+        const source = fields.opt_in_source?.trim() || null;
+        if (source && (source.length > 100 || !isStorable(source))) {
+          throw new ApiError(400, "opt_in_source: at most 100 characters");
+        }
+        const row = await createImport(db, {
+          accountId,
+          file,
+          filename: file.filename || null,
+          mapping,
+          defaultCountry: country ?? (await getSettings(db, accountId)).defaultCountry,
+          onDuplicate,
+          addTags,
+          optInSource: source,
+          now: deps.now(),
+        });
+        return reply.code(202).send({ import: toImportJson(row) });
       });
-      return reply.code(202).send({ import: toImportJson(row) });
     },
   );
 

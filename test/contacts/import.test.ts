@@ -262,6 +262,50 @@ describe("contact import", () => {
     expect(rows[0]!.n).toBe(10_000);
   });
 
+  it("takes a file larger than the part it keeps in memory: the preview and the check read its beginning, the count and the import the whole", async ({
+    t,
+    owner: { user, accountId },
+  }) => {
+    // Sixteen rows with a 62 KB note (a column left out of the mapping), then a quoted note with a
+    // line break inside the first megabyte and its end beyond it, then 30,000 short rows: 2 MB.
+    const long = "x".repeat(62_000);
+    const note = `${"x".repeat(30_000)}\nstill the note${"y".repeat(30_000)}`;
+    let file = "phone,name,note\n";
+    let rows = 0;
+    const row = (text: string) => `+35192${String(rows++).padStart(7, "0")},Customer ${rows},${text}\n`;
+    for (let n = 0; n < 16; n++) file += row(long);
+    file += `+351910000003,Third,"${note}"\n`;
+    for (let n = 0; n < 30_000; n++) file += row("");
+    const total = rows + 1;
+    const preview = await post(t, user, "/api/contacts/imports/preview", [csvFile(file)]);
+    expect(preview.statusCode, preview.body).toBe(200);
+    expect(preview.json().columns).toEqual(["phone", "name", "note"]);
+    expect(preview.json().rows).toHaveLength(10);
+    expect(preview.json().rows.slice(0, 2)).toEqual([
+      ["+351920000000", "Customer 1", long],
+      ["+351920000001", "Customer 2", long],
+    ]);
+    const started = await post(t, user, "/api/contacts/imports", [
+      csvFile(file),
+      { name: "mapping", value: '{"phone":"phone","name":"name"}' },
+    ]);
+    expect(started.statusCode, started.body).toBe(202);
+    // Counted as the file arrived: the progress bar has its total from the start.
+    expect(started.json().import).toMatchObject({ status: "queued", total_rows: total });
+    await t.app.deps.jobs.drain({ timeoutMs: 60_000 });
+    const read = await get(t, user, `/api/contacts/imports/${started.json().import.id}`);
+    expect(read.json().import, read.body).toMatchObject({
+      status: "completed",
+      total_rows: total,
+      created: total,
+    });
+    const [third] = await t.database.db
+      .select()
+      .from(contacts)
+      .where(sql`${contacts.accountId} = ${accountId} and ${contacts.phone} = '351910000003'`);
+    expect(third?.name).toBe("Third");
+  });
+
   it("answers 404 for another account's import", async ({ t, owner: a }) => {
     const b = await signUpWithAccount(t.app);
     const result = await importFile(t, a.user, "phone\n+14155550120\n", { mapping: '{"phone":"phone"}' });
