@@ -103,7 +103,7 @@ async function countStoredRecords(pieces: AsyncIterable<Buffer>) {
 }
 
 /** How much of the file's beginning the upload keeps in memory: the header and the rows a preview shows. */
-export const HEAD_BYTES = 1024 * 1024;
+const HEAD_BYTES = 1024 * 1024;
 
 /** The uploaded file, on disk: its size, its first bytes and its records (header excluded). */
 export interface SpooledFile {
@@ -441,7 +441,7 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
   let lastEventAt = 0;
 
   // One connection for the whole import: each batch's COPY and statements run on it.
-  const client = db.$client instanceof pg.Pool ? await db.$client.connect() : db.$client;
+  const { client, release } = await oneConnection(db);
   const onClient = drizzle(client, { schema });
 
   const write = async (batch: Batch, final: boolean) => {
@@ -560,11 +560,24 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
     worker.removeAllListeners("exit");
     await worker.terminate();
     await file$.return(undefined);
-    if (client !== db.$client) (client as pg.PoolClient).release(clientError);
+    release(clientError);
   }
 }
 
 class ImportFailure extends Error {}
+
+/**
+ * A connection of the pool's for statements that must share one (a COPY inside
+ * a transaction), or the database's own client when it has no pool; `release`
+ * gives it back (and, given the error that broke it, discards it).
+ */
+async function oneConnection(db: Db) {
+  const client = db.$client instanceof pg.Pool ? await db.$client.connect() : db.$client;
+  const release = (error?: Error) => {
+    if (client !== db.$client) (client as pg.PoolClient).release(error);
+  };
+  return { client, release };
+}
 
 /** Stores the import, its file and its job in one transaction. */
 export async function createImport(
@@ -582,7 +595,7 @@ export async function createImport(
   },
 ) {
   // On one connection: the file goes in by COPY, within the transaction.
-  const client = db.$client instanceof pg.Pool ? await db.$client.connect() : db.$client;
+  const { client, release } = await oneConnection(db);
   let failed: Error | undefined;
   try {
     return await drizzle(client, { schema }).transaction(async (tx) => {
@@ -615,7 +628,7 @@ export async function createImport(
     failed = error as Error;
     throw error;
   } finally {
-    if (client !== db.$client) (client as pg.PoolClient).release(failed);
+    release(failed);
   }
 }
 
