@@ -1,5 +1,5 @@
 import type { QueuedSend, SendPipeline, SendPriority, SendResult } from "../ports.js";
-import type { GraphClient } from "../upstream/graph.js";
+import { GraphApiError, type GraphClient, type WriteGate } from "../upstream/graph.js";
 import { type SendRate, SLOT_LATENESS_MS } from "./rate.js";
 
 /**
@@ -39,6 +39,9 @@ export interface PipelineOptions {
 
 /** Meta's throughput and rate-limit codes: the number's rate goes down. */
 export const THROUGHPUT_CODES = new Set([4, 80007, 130429, 131056]);
+
+/** Slots a send on a late connection may try before it goes back to its lane. */
+const LATE_RETRIES = 3;
 
 /** Slots reserved at once per number: fewer round trips to the store, little hoarding across instances. */
 const MAX_BATCH = 50;
@@ -120,7 +123,51 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
     wakeAdmitted();
   };
 
-  const fly = (w: Waiting) => {
+  /** Queues a send on its number's lane (at the front: one that lost its slot), pumping the lane. */
+  const enqueue = (w: Waiting, front = false) => {
+    const { item } = w;
+    let lane = lanes.get(item.phoneNumberId);
+    if (!lane) {
+      lane = { customer: [], campaign: [], pumping: false, limit: item.limit };
+      lanes.set(item.phoneNumberId, lane);
+    }
+    lane.limit = item.limit;
+    if (front) lane[item.priority].unshift(w);
+    else lane[item.priority].push(w);
+    waiting += 1;
+    const target = lane;
+    if (!target.pumping) {
+      void pump(item.phoneNumberId, target).finally(() => {
+        if (target.customer.length + target.campaign.length === 0 && !target.pumping) {
+          lanes.delete(item.phoneNumberId);
+        }
+      });
+    }
+  };
+
+  /**
+   * When a send taken at `slot` may be written: at once if its connection was ready
+   * within the slot's lateness (a kept-alive one always is); a new connection that
+   * came later keeps itself and the send for another slot of the number's schedule,
+   * so that a slow connect never writes a send late, bunched with later slots.
+   */
+  const writeGate =
+    (item: QueuedSend, slot: number): WriteGate =>
+    async () => {
+      let at = slot;
+      for (let tries = 0; Date.now() > at + SLOT_LATENESS_MS; tries++) {
+        if (closed || tries === LATE_RETRIES) return false;
+        const reservation = await options.rate
+          .reserve(item.phoneNumberId, item.limit, 1)
+          .catch(() => undefined);
+        if (!reservation) return false;
+        at = reservation.firstAtMs;
+        await sleepUntil(at);
+      }
+      return true;
+    };
+
+  const fly = (w: Waiting, slot: number) => {
     flying += 1;
     const { item } = w;
     const failed = (error: unknown): SendResult => {
@@ -139,13 +186,23 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
       options.graph
         .sendMessage(item.token, item.phoneNumberId, item.to, item.message, {
           callbackData: item.messageId ?? undefined,
+          writeWhenReady: writeGate(item, slot),
         })
-        .then((sent): SendResult => ({ kind: "sent", sent }), failed)
+        .then(
+          (sent): SendResult | "late" => ({ kind: "sent", sent }),
+          (error) => (error instanceof GraphApiError && error.kind === "late" ? "late" : failed(error)),
+        )
         .then((result) => {
           flying -= 1;
           const wake = socketWaiters;
           socketWaiters = [];
           for (const resolve of wake) resolve();
+          // Its connection missed its slot and the ones after: nothing left, it waits in its lane again.
+          if (result === "late") {
+            if (closed) w.resolve({ kind: "released" });
+            else enqueue(w, true);
+            return;
+          }
           wakeAdmitted();
           w.resolve(result);
         }),
@@ -207,7 +264,7 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
           if (Date.now() > slot + SLOT_LATENESS_MS) continue;
           const next = take(lane);
           if (!next) break;
-          fly(next);
+          fly(next, slot);
         }
       }
     } finally {
@@ -219,25 +276,7 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
   return {
     send(item) {
       if (closed) return Promise.resolve({ kind: "released" });
-      let lane = lanes.get(item.phoneNumberId);
-      if (!lane) {
-        lane = { customer: [], campaign: [], pumping: false, limit: item.limit };
-        lanes.set(item.phoneNumberId, lane);
-      }
-      lane.limit = item.limit;
-      const target = lane;
-      const result = new Promise<SendResult>((resolve) => {
-        target[item.priority].push({ item, since: Date.now(), resolve });
-      });
-      waiting += 1;
-      if (!target.pumping) {
-        void pump(item.phoneNumberId, target).finally(() => {
-          if (target.customer.length + target.campaign.length === 0 && !target.pumping) {
-            lanes.delete(item.phoneNumberId);
-          }
-        });
-      }
-      return result;
+      return new Promise<SendResult>((resolve) => enqueue({ item, since: Date.now(), resolve }));
     },
     admit(priority) {
       if (closed || (admitWaiters.length === 0 && roomFor(priority))) return Promise.resolve();

@@ -3,12 +3,15 @@ import type pg from "pg";
 
 /**
  * Each phone number's send schedule, shared by every instance: a send takes a
- * slot, slots are `(1000 + SLOT_MARGIN_MS) / rate` ms apart, and a slot may be
- * used only within SLOT_LATENESS_MS of its time (see pipeline.ts). So sends n
- * and n + rate leave at least 1000 + SLOT_MARGIN_MS - SLOT_LATENESS_MS ms apart:
- * no one-second window holds more than `rate` sends, whichever instances made
- * them, even with up to 50 ms of jitter on the way to Meta. The price: a number
- * sends at most 1000 / 1080 of its rate (74 a second at 80).
+ * slot, slots are `(1000 + SLOT_MARGIN_MS) / rate` ms apart, and a send is
+ * written to its connection within SLOT_LATENESS_MS of its slot or not at all
+ * (pipeline.ts checks the slot, graph.ts checks again when the connection is
+ * ready, so a new connection or a busy moment cannot push a send late; one that
+ * misses waits for another slot). So sends n and n + rate are written at least
+ * 1000 + SLOT_MARGIN_MS - SLOT_LATENESS_MS ms apart: no one-second window holds
+ * more than `rate` sends, whichever instances made them, even with up to 50 ms
+ * of jitter on the way to Meta. The price: a number sends at most 1000 / 1080
+ * of its rate (74 a second at 80).
  *
  * A fixed-window counter (rate-limiter-flexible's stores) lets twice the rate
  * through across a window's edge, so the schedule is our own: one statement in

@@ -10,7 +10,14 @@ import http from "node:http";
 import https from "node:https";
 import type { OutboundMessage } from "./messages.js";
 
-export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response" | "too_large";
+/** `late`: the request's `writeWhenReady` said not to write it, so nothing of it reached Meta. */
+export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response" | "too_large" | "late";
+
+/**
+ * When a request may be written, asked once its connection is ready: true writes it
+ * (after waiting, if need be), false drops it unwritten.
+ */
+export type WriteGate = () => boolean | Promise<boolean>;
 
 export class GraphApiError extends Error {
   readonly kind: GraphErrorKind;
@@ -108,14 +115,17 @@ export interface GraphClient {
   /**
    * `to` must already be digits only (see toUpstreamPhone). `callbackData`
    * (our message id) goes as Meta's `biz_opaque_callback_data`, which Meta
-   * echoes in the message's status webhooks.
+   * echoes in the message's status webhooks. With `writeWhenReady`, the
+   * request is written only once its connection is ready and the gate answers
+   * true (it may wait, holding the connection); false fails the send with kind
+   * `late`, and nothing of it was sent.
    */
   sendMessage(
     accessToken: string,
     phoneNumberId: string,
     to: string,
     message: OutboundMessage,
-    options?: { callbackData?: string },
+    options?: { callbackData?: string; writeWhenReady?: WriteGate },
   ): Promise<SentMessage>;
   /** Every template of a business account, following Meta's pages. */
   listTemplates(accessToken: string, businessAccountId: string): Promise<UpstreamTemplate[]>;
@@ -174,6 +184,7 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
     accessToken: string,
     body?: unknown,
     raw?: { bytes: Buffer; contentType: string },
+    writeWhenReady?: WriteGate,
   ) {
     const payload = raw ? raw.bytes : body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const contentType = raw ? raw.contentType : "application/json";
@@ -186,12 +197,16 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       },
       body: payload,
       timeoutMs,
+      writeWhenReady,
     });
     return readJson(answer);
   }
 
   function failedExchange(answer: Exclude<Answer, { kind: "answer" }>): GraphApiError {
     if (answer.kind === "timeout") return timeoutError(answer.status);
+    if (answer.kind === "late") {
+      return new GraphApiError("The request was not written in time; nothing was sent", { kind: "late" });
+    }
     if (answer.kind === "too_large") {
       return new GraphApiError("The upstream file is larger than allowed", {
         kind: "too_large",
@@ -272,14 +287,21 @@ export function createGraphClient(options: GraphClientOptions): GraphClient {
       expectSuccess(json);
     },
     async sendMessage(accessToken, phoneNumberId, to, message, sendOptions = {}) {
-      const json = await call("POST", `/${seg(phoneNumberId)}/messages`, accessToken, {
-        messaging_product: "whatsapp",
-        recipient_type: "individual",
-        // A customer known only by their BSUID is addressed with `recipient`.
-        ...(isBsuid(to) ? { recipient: to } : { to }),
-        ...message,
-        ...(sendOptions.callbackData ? { biz_opaque_callback_data: sendOptions.callbackData } : {}),
-      });
+      const json = await call(
+        "POST",
+        `/${seg(phoneNumberId)}/messages`,
+        accessToken,
+        {
+          messaging_product: "whatsapp",
+          recipient_type: "individual",
+          // A customer known only by their BSUID is addressed with `recipient`.
+          ...(isBsuid(to) ? { recipient: to } : { to }),
+          ...message,
+          ...(sendOptions.callbackData ? { biz_opaque_callback_data: sendOptions.callbackData } : {}),
+        },
+        undefined,
+        sendOptions.writeWhenReady,
+      );
       const first = (json.messages as Array<{ id?: unknown }> | undefined)?.[0];
       if (typeof first?.id !== "string") {
         throw new GraphApiError("Upstream accepted the message but returned no message id", {
@@ -429,7 +451,8 @@ type Answer =
   | { kind: "answer"; status: number; bytes: Buffer }
   | { kind: "timeout"; status?: number }
   | { kind: "network"; status?: number; refused?: boolean }
-  | { kind: "too_large"; status?: number };
+  | { kind: "too_large"; status?: number }
+  | { kind: "late" };
 
 // Errors of a connection that was never made: nothing of the request reached the upstream.
 const NEVER_CONNECTED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
@@ -464,6 +487,8 @@ function send(
     timeoutMs: number;
     /** An answer body longer than this is abandoned (`too_large`). */
     maxBytes?: number;
+    /** Asked once the connection is ready (a kept-alive socket at once, a new one when connected). */
+    writeWhenReady?: WriteGate;
   },
 ): Promise<Answer> {
   return new Promise((resolve) => {
@@ -520,6 +545,29 @@ function send(
     request.on("error", (error: NodeJS.ErrnoException) =>
       settle({ kind: "network", status, refused: NEVER_CONNECTED.has(error.code ?? "") }),
     );
-    request.end(init.body);
+    const gate = init.writeWhenReady;
+    if (gate === undefined) {
+      request.end(init.body);
+      return;
+    }
+    const write = () => {
+      void Promise.resolve()
+        .then(gate)
+        .catch(() => false)
+        .then((now) => {
+          if (settled) return;
+          if (now) request.end(init.body);
+          else {
+            // Not a byte of the request was written: it provably never reached the upstream.
+            settle({ kind: "late" });
+            request.destroy();
+          }
+        });
+    };
+    request.once("socket", (socket) => {
+      // A new connection: written once connected (and, over TLS, once the handshake is done).
+      if (socket.connecting) socket.once(target.protocol === "https:" ? "secureConnect" : "connect", write);
+      else write();
+    });
   });
 }

@@ -290,4 +290,70 @@ describe("the last check before the wire", () => {
     expect(calls).toHaveLength(60);
     expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(20);
   }, 30_000);
+
+  it("a send whose new connection was ready after its slot is written at a later slot, never late", async () => {
+    const calls: Call[] = [];
+    // The first send's connection takes 250 ms to open; the others find a kept-alive one.
+    const slow = { readyAt: 0 };
+    const graph = graphWithFirstSend(calls, async () => {
+      await new Promise((r) => setTimeout(r, 250));
+      slow.readyAt = Date.now();
+    });
+    const pipeline = createSendPipeline({ graph, rate: postgresSendRate(pool()), maxInFlight: 64 });
+    const number = phone();
+    const tos = Array.from({ length: 25 }, (_, i) => `${i === 0 ? "a" : `c${i}`}`);
+    const results = await Promise.all(tos.map((to) => send(pipeline, number, to, 10, "customer")));
+    await pipeline.close();
+    // Every send answered sent and written once.
+    expect(results.every((r) => r.kind === "sent")).toBe(true);
+    expect(calls.map((c) => c.to).sort()).toEqual([...tos].sort());
+    // The slow one waited for a slot of its own after its connection opened, rather than going at once
+    // with the next slots' sends: ten a second, no one-second window holds more than ten.
+    expect(calls.find((c) => c.to === "a")?.at).toBeGreaterThan(slow.readyAt);
+    expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(10);
+  }, 20_000);
+
+  it("a send its connection could not write goes back to its lane and is sent at a later slot, once", async () => {
+    const calls: Call[] = [];
+    const graph = graphWithFirstSend(calls, async () => {
+      throw new GraphApiError("not written", { kind: "late" });
+    });
+    const pipeline = createSendPipeline({ graph, rate: postgresSendRate(pool()), maxInFlight: 64 });
+    const number = phone();
+    const results = await Promise.all(
+      ["a", "b", "c"].map((to) => send(pipeline, number, to, 10, "customer")),
+    );
+    await pipeline.close();
+    // Neither failed nor sent twice; it kept its place at the head of its lane.
+    expect(results.map((r) => (r.kind === "sent" ? r.sent.messageId : r.kind))).toEqual([
+      "wamid.a",
+      "wamid.b",
+      "wamid.c",
+    ]);
+    expect(calls.map((c) => c.to)).toEqual(["a", "b", "c"]);
+  }, 20_000);
 });
+
+/**
+ * A Graph API stand-in as the real client behaves with a write gate: the first send meets
+ * `first` (a slow new connection, or one that could not be written); every send is written
+ * only when the pipeline's gate says so, and recorded then.
+ */
+function graphWithFirstSend(calls: Call[], first: () => Promise<void>): GraphClient {
+  let n = 0;
+  const graph = {
+    async sendMessage(
+      _t: string,
+      _p: string,
+      to: string,
+      _m: unknown,
+      o?: { writeWhenReady?: () => boolean | Promise<boolean> },
+    ) {
+      if (n++ === 0) await first();
+      if (!(await (o?.writeWhenReady?.() ?? true))) throw new GraphApiError("not written", { kind: "late" });
+      calls.push({ to, at: Date.now(), callbackData: undefined });
+      return { messageId: `wamid.${to}`, waId: to };
+    },
+  };
+  return graph as unknown as GraphClient;
+}
