@@ -117,6 +117,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   });
 
   const recorded = new WeakSet<FastifyRequest>();
+  // When the request's head arrived: what Meta would count a send by, before the body is read.
+  const arrived = new WeakMap<FastifyRequest, Date>();
+  app.addHook("onRequest", async (request) => {
+    arrived.set(request, new Date());
+  });
   const record = (request: FastifyRequest) => {
     if (recorded.has(request)) return;
     recorded.add(request);
@@ -127,7 +132,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       headers: maskHeaders(request.headers),
       // A multipart body that failed to stream in is not logged half read.
       body: request.isMultipart() && !(request.body instanceof Map) ? undefined : loggable(request.body),
-      at: new Date(),
+      at: arrived.get(request) ?? new Date(),
     });
   };
   const isControl = (request: FastifyRequest) =>

@@ -1,44 +1,12 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { spawnSandbox, startSandboxProcess, stopSandboxProcesses } from "../../helpers/sandbox-process.js";
 import { freePort } from "../../helpers/service.js";
 
 // `npm run sandbox` as a person runs it (src/upstream/sandbox/main.ts), and its request log.
 
-const root = path.resolve(import.meta.dirname, "../../..");
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const child of children) child.kill("SIGTERM");
-});
-
-function spawnSandbox(env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/upstream/sandbox/main.ts"], {
-    cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  children.push(child);
-  return child;
-}
-
-/** Starts the sandbox and answers its URL once it listens. */
-async function startSandboxProcess(env: Record<string, string> = {}): Promise<string> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  spawnSandbox({ SANDBOX_PORT: String(port), ...env });
-  const started = Date.now();
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/_sandbox`)).status === 200) return url;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() - started > 30_000) throw new Error("the sandbox did not start");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+afterAll(stopSandboxProcesses);
 
 interface Log {
   requests: Array<{ path: string; query: Record<string, string> }>;

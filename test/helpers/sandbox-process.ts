@@ -1,0 +1,44 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { freePort } from "./service.js";
+
+/**
+ * `npm run sandbox` as a person runs it (src/upstream/sandbox/main.ts), in a
+ * process of its own: a Graph API that is not also busy with the test's work,
+ * as Meta is not. Its request log is read at `/_sandbox/requests`.
+ */
+
+const root = path.resolve(import.meta.dirname, "../..");
+const children: ChildProcess[] = [];
+
+export function spawnSandbox(env: Record<string, string>) {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/upstream/sandbox/main.ts"], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  children.push(child);
+  return child;
+}
+
+/** Starts the sandbox and answers its URL once it listens. */
+export async function startSandboxProcess(env: Record<string, string> = {}): Promise<string> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  spawnSandbox({ SANDBOX_PORT: String(port), ...env });
+  const started = Date.now();
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/_sandbox`)).status === 200) return url;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() - started > 30_000) throw new Error("the sandbox did not start");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Stops every sandbox this file started (for afterAll). */
+export function stopSandboxProcesses() {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGTERM");
+}
