@@ -10,7 +10,7 @@ import http from "node:http";
 import https from "node:https";
 import type { OutboundMessage } from "./messages.js";
 
-/** `late`: the request's `writeWhenReady` said not to write it, so nothing of it reached Meta. */
+/** `late`: the request was never written (its `writeWhenReady` said no, or its time ran out first): nothing reached Meta. */
 export type GraphErrorKind = "api" | "timeout" | "network" | "invalid_response" | "too_large" | "late";
 
 /**
@@ -538,14 +538,16 @@ function send(
         response.on("error", () => settle({ kind: "network", status }));
       },
     );
+    const gate = init.writeWhenReady;
+    // A gated request not yet written when it times out or its connection fails was never sent.
+    let written = gate === undefined;
     const timer = setTimeout(() => {
-      settle({ kind: "timeout", status });
+      settle(written ? { kind: "timeout", status } : { kind: "late" });
       request.destroy();
     }, init.timeoutMs);
     request.on("error", (error: NodeJS.ErrnoException) =>
-      settle({ kind: "network", status, refused: NEVER_CONNECTED.has(error.code ?? "") }),
+      settle({ kind: "network", status, refused: !written || NEVER_CONNECTED.has(error.code ?? "") }),
     );
-    const gate = init.writeWhenReady;
     if (gate === undefined) {
       request.end(init.body);
       return;
@@ -556,8 +558,10 @@ function send(
         .catch(() => false)
         .then((now) => {
           if (settled) return;
-          if (now) request.end(init.body);
-          else {
+          if (now) {
+            written = true;
+            request.end(init.body);
+          } else {
             // Not a byte of the request was written: it provably never reached the upstream.
             settle({ kind: "late" });
             request.destroy();

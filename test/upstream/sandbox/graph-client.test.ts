@@ -68,8 +68,8 @@ describe("Graph client, a send written when its gate says so", () => {
     return new Promise<void>((resolve) => meta.close(() => resolve()));
   });
 
-  const sendText = (body: string, writeWhenReady: () => boolean | Promise<boolean>) =>
-    createGraphClient({ baseUrl: metaUrl, version: "v25.0" }).sendMessage(
+  const sendText = (body: string, writeWhenReady: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+    createGraphClient({ baseUrl: metaUrl, version: "v25.0", timeoutMs }).sendMessage(
       "token",
       "100",
       "15550001",
@@ -112,5 +112,23 @@ describe("Graph client, a send written when its gate says so", () => {
     const next = await sendText("on time", () => true);
     expect(next.messageId).toBe(`wamid.${before + 1}`);
     expect(bodies()).not.toContain("too late");
+  });
+
+  it("answers `late`, not a timeout, when the time runs out while the gate still waits: nothing was sent", async () => {
+    const before = received.length;
+    const error = await sendText(
+      "waited too long",
+      async () => {
+        await new Promise((r) => setTimeout(r, 400));
+        return true;
+      },
+      200,
+    ).then(
+      () => undefined,
+      (e: unknown) => e as GraphApiError,
+    );
+    expect(error?.kind).toBe("late");
+    await new Promise((r) => setTimeout(r, 400));
+    expect(received.length).toBe(before);
   });
 });
