@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useEffect, useState } from "react";
+import { type FormEvent, useEffect, useRef, useState } from "react";
 import { errorText } from "../../lib/api";
 import { contactLabel, fullTime } from "../../lib/format";
 import type { Contact, Conversation } from "../../lib/types";
@@ -119,8 +119,20 @@ export function ContactPanel(props: {
     void client.invalidateQueries({ queryKey: inboxKeys.conversations });
     void client.invalidateQueries({ queryKey: contactKeys.all });
   };
+  // The attributes as this panel last saved them, until the stored contact comes back: a field
+  // changed before the last save's refetch arrived builds on it, so no change is lost.
+  const savedAttributes = useRef<Record<string, string> | null>(null);
+  const inFlight = useRef(0);
+  useEffect(() => {
+    if (inFlight.current === 0) savedAttributes.current = null;
+  }, [props.contact.attributes]);
   const save = useMutation({
+    // One contact's saves go one after the other, in the order they were made.
+    scope: { id: `contact-${props.contact.id}` },
     mutationFn: (patch: Parameters<typeof updateContact>[1]) => updateContact(props.contact.id, patch),
+    onSettled: (_answer, _error, patch) => {
+      if (patch.attributes) inFlight.current -= 1;
+    },
     onSuccess: (_answer, patch) => {
       if (patch.tags) setTag("");
       if (patch.attributes) {
@@ -132,7 +144,12 @@ export function ContactPanel(props: {
     },
   });
   const saveTags = { mutate: (tags: string[]) => save.mutate({ tags }) };
-  const attributes = props.contact.attributes ?? {};
+  const attributes = savedAttributes.current ?? props.contact.attributes ?? {};
+  const saveAttributes = (next: Record<string, string>) => {
+    savedAttributes.current = next;
+    inFlight.current += 1;
+    save.mutate({ attributes: next });
+  };
   const definitions = useQuery({
     queryKey: contactKeys.attributes,
     queryFn: fetchAttributeDefinitions,
@@ -141,8 +158,8 @@ export function ContactPanel(props: {
   const definedKeys = new Set(defined.map((d) => d.key));
   const freeAttributes = Object.entries(attributes).filter(([key]) => !definedKeys.has(key));
   const saveAttribute = (key: string, value: string | undefined) => {
-    const { [key]: _old, ...rest } = attributes;
-    save.mutate({ attributes: value === undefined ? rest : { ...rest, [key]: value } });
+    const { [key]: _old, ...rest } = savedAttributes.current ?? attributes;
+    saveAttributes(value === undefined ? rest : { ...rest, [key]: value });
   };
   const saveName = (e: FormEvent) => {
     e.preventDefault();
@@ -150,11 +167,12 @@ export function ContactPanel(props: {
   };
   const addAttribute = (e: FormEvent) => {
     e.preventDefault();
-    if (attrKey.trim()) save.mutate({ attributes: { ...attributes, [attrKey.trim()]: attrValue } });
+    if (attrKey.trim())
+      saveAttributes({ ...(savedAttributes.current ?? attributes), [attrKey.trim()]: attrValue });
   };
   const removeAttribute = (key: string) => {
-    const { [key]: _gone, ...rest } = attributes;
-    save.mutate({ attributes: rest });
+    const { [key]: _gone, ...rest } = savedAttributes.current ?? attributes;
+    saveAttributes(rest);
   };
   const tags = props.contact.tags ?? [];
   const add = (e: FormEvent) => {
