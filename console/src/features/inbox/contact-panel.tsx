@@ -123,6 +123,7 @@ export function ContactPanel(props: {
   // changed before the last save's refetch arrived builds on it, so no change is lost.
   const savedAttributes = useRef<Record<string, string> | null>(null);
   const inFlight = useRef(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: it runs when the stored attributes come back
   useEffect(() => {
     if (inFlight.current === 0) savedAttributes.current = null;
   }, [props.contact.attributes]);
