@@ -122,18 +122,16 @@ export function ContactPanel(props: {
   // The attributes as this panel last saved them, until the stored contact comes back: a field
   // changed before the last save's refetch arrived builds on it, so no change is lost.
   const savedAttributes = useRef<Record<string, string> | null>(null);
-  const inFlight = useRef(0);
+  const saveKey = ["contact-save", props.contact.id];
   // biome-ignore lint/correctness/useExhaustiveDependencies: it runs when the stored attributes come back
   useEffect(() => {
-    if (inFlight.current === 0) savedAttributes.current = null;
+    if (client.isMutating({ mutationKey: saveKey }) === 0) savedAttributes.current = null;
   }, [props.contact.attributes]);
   const save = useMutation({
+    mutationKey: saveKey,
     // One contact's saves go one after the other, in the order they were made.
     scope: { id: `contact-${props.contact.id}` },
     mutationFn: (patch: Parameters<typeof updateContact>[1]) => updateContact(props.contact.id, patch),
-    onSettled: (_answer, _error, patch) => {
-      if (patch.attributes) inFlight.current -= 1;
-    },
     onSuccess: (_answer, patch) => {
       if (patch.tags) setTag("");
       if (patch.attributes) {
@@ -145,10 +143,11 @@ export function ContactPanel(props: {
     },
   });
   const saveTags = { mutate: (tags: string[]) => save.mutate({ tags }) };
-  const attributes = savedAttributes.current ?? props.contact.attributes ?? {};
+  // Read when a save is made, not when the panel was drawn: an earlier save may not be drawn yet.
+  const currentAttributes = () => savedAttributes.current ?? props.contact.attributes ?? {};
+  const attributes = currentAttributes();
   const saveAttributes = (next: Record<string, string>) => {
     savedAttributes.current = next;
-    inFlight.current += 1;
     save.mutate({ attributes: next });
   };
   const definitions = useQuery({
@@ -159,7 +158,7 @@ export function ContactPanel(props: {
   const definedKeys = new Set(defined.map((d) => d.key));
   const freeAttributes = Object.entries(attributes).filter(([key]) => !definedKeys.has(key));
   const saveAttribute = (key: string, value: string | undefined) => {
-    const { [key]: _old, ...rest } = savedAttributes.current ?? attributes;
+    const { [key]: _old, ...rest } = currentAttributes();
     saveAttributes(value === undefined ? rest : { ...rest, [key]: value });
   };
   const saveName = (e: FormEvent) => {
@@ -168,11 +167,10 @@ export function ContactPanel(props: {
   };
   const addAttribute = (e: FormEvent) => {
     e.preventDefault();
-    if (attrKey.trim())
-      saveAttributes({ ...(savedAttributes.current ?? attributes), [attrKey.trim()]: attrValue });
+    if (attrKey.trim()) saveAttributes({ ...currentAttributes(), [attrKey.trim()]: attrValue });
   };
   const removeAttribute = (key: string) => {
-    const { [key]: _gone, ...rest } = savedAttributes.current ?? attributes;
+    const { [key]: _gone, ...rest } = currentAttributes();
     saveAttributes(rest);
   };
   const tags = props.contact.tags ?? [];
