@@ -36,8 +36,16 @@ interface Call {
   callbackData: string | undefined;
 }
 
-/** A Graph API stand-in that records when each send left and answers after `answerMs`. */
-function fakeGraph(calls: Call[], options: { answerMs?: number; fail?: (n: number) => unknown } = {}) {
+/**
+ * A Graph API stand-in that behaves as the real client with a write gate: each send is
+ * written only when the pipeline's gate says so (recorded then, `late` and unrecorded
+ * otherwise), and answered after `answerMs`. The first send meets `first` before its gate
+ * (a slow new connection, or one that could not be written).
+ */
+function fakeGraph(
+  calls: Call[],
+  options: { answerMs?: number; fail?: (n: number) => unknown; first?: () => Promise<void> } = {},
+) {
   let n = 0;
   const graph = {
     async sendMessage(
@@ -45,14 +53,16 @@ function fakeGraph(calls: Call[], options: { answerMs?: number; fail?: (n: numbe
       _phone: string,
       to: string,
       _message: unknown,
-      o?: { callbackData?: string },
+      o?: { callbackData?: string; writeWhenReady?: () => boolean | Promise<boolean> },
     ) {
       const index = n++;
+      if (index === 0) await options.first?.();
+      if (!(await (o?.writeWhenReady?.() ?? true))) throw new GraphApiError("not written", { kind: "late" });
       calls.push({ to, at: Date.now(), callbackData: o?.callbackData });
       await new Promise((r) => setTimeout(r, options.answerMs ?? 20));
       const failure = options.fail?.(index);
       if (failure) throw failure;
-      return { messageId: `wamid.${index}`, waId: to };
+      return { messageId: `wamid.${to}`, waId: to };
     },
   };
   return graph as unknown as GraphClient;
@@ -295,9 +305,12 @@ describe("the last check before the wire", () => {
     const calls: Call[] = [];
     // The first send's connection takes 250 ms to open; the others find a kept-alive one.
     const slow = { readyAt: 0 };
-    const graph = graphWithFirstSend(calls, async () => {
-      await new Promise((r) => setTimeout(r, 250));
-      slow.readyAt = Date.now();
+    const graph = fakeGraph(calls, {
+      answerMs: 0,
+      first: async () => {
+        await new Promise((r) => setTimeout(r, 250));
+        slow.readyAt = Date.now();
+      },
     });
     const pipeline = createSendPipeline({ graph, rate: postgresSendRate(pool()), maxInFlight: 64 });
     const number = phone();
@@ -315,8 +328,11 @@ describe("the last check before the wire", () => {
 
   it("a send its connection could not write goes back to its lane and is sent at a later slot, once", async () => {
     const calls: Call[] = [];
-    const graph = graphWithFirstSend(calls, async () => {
-      throw new GraphApiError("not written", { kind: "late" });
+    const graph = fakeGraph(calls, {
+      answerMs: 0,
+      first: async () => {
+        throw new GraphApiError("not written", { kind: "late" });
+      },
     });
     const pipeline = createSendPipeline({ graph, rate: postgresSendRate(pool()), maxInFlight: 64 });
     const number = phone();
@@ -333,27 +349,3 @@ describe("the last check before the wire", () => {
     expect(calls.map((c) => c.to)).toEqual(["a", "b", "c"]);
   }, 20_000);
 });
-
-/**
- * A Graph API stand-in as the real client behaves with a write gate: the first send meets
- * `first` (a slow new connection, or one that could not be written); every send is written
- * only when the pipeline's gate says so, and recorded then.
- */
-function graphWithFirstSend(calls: Call[], first: () => Promise<void>): GraphClient {
-  let n = 0;
-  const graph = {
-    async sendMessage(
-      _t: string,
-      _p: string,
-      to: string,
-      _m: unknown,
-      o?: { writeWhenReady?: () => boolean | Promise<boolean> },
-    ) {
-      if (n++ === 0) await first();
-      if (!(await (o?.writeWhenReady?.() ?? true))) throw new GraphApiError("not written", { kind: "late" });
-      calls.push({ to, at: Date.now(), callbackData: undefined });
-      return { messageId: `wamid.${to}`, waId: to };
-    },
-  };
-  return graph as unknown as GraphClient;
-}
