@@ -1,10 +1,11 @@
-import { and, asc, eq, getTableColumns, sql } from "drizzle-orm";
+import { and, eq, getTableColumns, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import { optedOutError } from "../../contacts/contacts.js";
 import type { DbOrTx } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { prepared } from "../../db/prepared.js";
+import { tableRow } from "../../db/rows.js";
 import {
   contacts,
   conversations,
@@ -107,7 +108,7 @@ async function offerToFlows(deps: RunnerDeps, event: InboundMessageStored): Prom
     return "no_trigger";
   }
   return withContactLock(deps.pool, event, async (db) => {
-    const taken = await takeMessage(db, event);
+    const taken = await takeMessage(db, event, deps.now());
     if (taken === "not_customer_message" || taken === "duplicate") return taken;
     const result = await offer(db, deps, event, taken, seen.runId);
     // A run's advance wrote the receipt with the run's own write.
@@ -115,7 +116,7 @@ async function offerToFlows(deps: RunnerDeps, event: InboundMessageStored): Prom
       await db
         .update(flowMessageReceipts)
         .set({ outcome: result.outcome, runId: result.runId })
-        .where(eq(flowMessageReceipts.messageId, taken.id));
+        .where(eq(flowMessageReceipts.messageId, taken.message.id));
     }
     return result.outcome;
   });
@@ -129,15 +130,33 @@ async function lookBeforeLock(db: DbOrTx, event: InboundMessageStored): Promise<
   return rows[0] ? toRunnerLook(rows[0]) : { runId: null, flows: [] };
 }
 
+/** What the advance of a customer message starts from (see takeMessage). */
+interface Taken {
+  message: InboundInput;
+  contact: (RunContext["contact"] & { optedOut: boolean }) | null;
+  /** The contact's active run, its row locked (see lockRunSql). */
+  runId: string | null;
+  /** The conversation's automation is paused (an agent is on it). */
+  paused: boolean;
+  /** When the contact has no run: the account's active flows, oldest first. */
+  activeFlows: FlowRow[];
+}
+
 /**
- * The message as the runner reads it, with its receipt written (one
- * statement): "duplicate" when it had one already, "not_customer_message"
- * when the id is no inbound customer message of the conversation.
+ * The message as the runner reads it, with its receipt written, and under the
+ * contact's lock what the advance needs first: the contact, its active run
+ * (the run's row locked, see lockRunSql) or when it has none the account's
+ * active flows (read under the lock: a flow deactivated since the look before
+ * it starts nothing), and whether the conversation's automation is paused.
+ * One statement. "duplicate" when the message had a receipt already,
+ * "not_customer_message" when the id is no inbound customer message of the
+ * conversation.
  */
 async function takeMessage(
   db: DbOrTx,
   event: InboundMessageStored,
-): Promise<InboundInput | "duplicate" | "not_customer_message"> {
+  now: Date,
+): Promise<Taken | "duplicate" | "not_customer_message"> {
   const { rows } = await db.execute<{
     id: string;
     type: string;
@@ -147,6 +166,17 @@ async function takeMessage(
     upstream_id: string | null;
     context_id: string | null;
     taken: boolean;
+    contact: {
+      id: string;
+      name: string | null;
+      phone: string | null;
+      wa_id: string;
+      tags: string[];
+      opted_out: boolean;
+    } | null;
+    run_id: string | null;
+    paused: boolean | null;
+    flows: Record<string, unknown>[] | null;
   }>(
     prepared(sql`
     with message as (
@@ -158,22 +188,46 @@ async function takeMessage(
       select id, ${event.accountId}, 'pending' from message
       on conflict do nothing
       returning message_id
-    )
-    select id, type, text, interactive, upstream_timestamp::text as sent_at, message_id as upstream_id,
-           context_message_id as context_id, exists (select 1 from taken) as taken
-      from message`),
+    ), run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
+    select m.id, m.type, m.text, m.interactive, m.upstream_timestamp::text as sent_at, m.message_id as upstream_id,
+           m.context_message_id as context_id, exists (select 1 from taken) as taken,
+           (select json_build_object('id', c.id, 'name', c.name, 'phone', c.phone, 'wa_id', c.wa_id,
+                                     'tags', c.tags, 'opted_out', c.opted_out)
+              from ${contacts} c where c.id = ${event.contactId} and c.account_id = ${event.accountId}) as contact,
+           (select id from run) as run_id,
+           (select v.automation_state = 'paused'
+                   and (v.automation_until is null or v.automation_until > ${now.toISOString()}::timestamptz)
+              from ${conversations} v where v.id = ${event.conversationId}) as paused,
+           case when not exists (select 1 from run) then
+             (select coalesce(json_agg(f order by f.created_at, f.id), '[]'::json) from ${flows} f
+               where f.account_id = ${event.accountId} and f.status = 'active') end as flows
+      from message m`),
   );
   const row = rows[0];
   if (!row) return "not_customer_message";
   if (!row.taken) return "duplicate";
+  const contact = row.contact;
   return {
-    id: row.id,
-    type: row.type,
-    text: row.text,
-    interactive: row.interactive,
-    sentAt: row.sent_at === null ? null : new Date(row.sent_at),
-    upstreamId: row.upstream_id,
-    contextId: row.context_id,
+    message: {
+      id: row.id,
+      type: row.type,
+      text: row.text,
+      interactive: row.interactive,
+      sentAt: row.sent_at === null ? null : new Date(row.sent_at),
+      upstreamId: row.upstream_id,
+      contextId: row.context_id,
+    },
+    contact: contact && {
+      id: contact.id,
+      name: contact.name,
+      phone: contact.phone,
+      waId: contact.wa_id,
+      tags: contact.tags,
+      optedOut: contact.opted_out,
+    },
+    runId: row.run_id,
+    paused: row.paused === true,
+    activeFlows: (row.flows ?? []).map((flow) => tableRow(flows, flow)),
   };
 }
 
@@ -181,10 +235,11 @@ async function offer(
   db: DbOrTx,
   deps: RunnerDeps,
   event: InboundMessageStored,
-  message: InboundInput,
+  taken: Taken,
   seenRunId: string | null,
 ): Promise<{ outcome: DispatchOutcome; runId: string | null; receiptWritten?: boolean }> {
-  const { contact, active, paused } = await contactAndRun(db, event, deps.now());
+  const { message, contact, paused, activeFlows } = taken;
+  const active = taken.runId ? await findActiveRun(db, event.accountId, event.contactId) : null;
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
     // A tap is proof of sight: it skips the timing rule (see answerTap).
@@ -207,11 +262,6 @@ async function offer(
   // An opted-out contact starts no flow.
   if (!contact || contact.optedOut) return { outcome: "no_trigger", runId: null };
   if (paused) return { outcome: "paused", runId: null };
-  const candidates = await db
-    .select()
-    .from(flows)
-    .where(and(eq(flows.accountId, event.accountId), eq(flows.status, "active")))
-    .orderBy(asc(flows.createdAt), asc(flows.id));
   // Read once, and only when a flow that triggers asks (outside_business_hours_only).
   let open: boolean | undefined;
   const isOpen = async () => {
@@ -221,7 +271,7 @@ async function offer(
     }
     return open;
   };
-  for (const flow of candidates) {
+  for (const flow of activeFlows) {
     if (!triggers(flow, message, event.firstInbound)) continue;
     if (outsideHoursOnly(flow.triggerConfig) && (await isOpen())) continue;
     const started = await startRun(db, deps, {
@@ -238,44 +288,6 @@ async function offer(
     return { outcome: "started", runId: started.run.id, receiptWritten: true };
   }
   return { outcome: "no_trigger", runId: null };
-}
-
-/**
- * The contact, and its active run with the run's row locked (see
- * lockActiveRun): one statement when there is no run, as for most triggers.
- */
-async function contactAndRun(db: DbOrTx, event: InboundMessageStored, now: Date) {
-  const { rows } = await db.execute<{
-    id: string;
-    name: string | null;
-    phone: string | null;
-    wa_id: string;
-    tags: string[];
-    opted_out: boolean;
-    run_id: string | null;
-    paused: boolean | null;
-  }>(
-    prepared(sql`
-    with run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
-    select id, name, phone, wa_id, tags, opted_out, (select id from run) as run_id,
-           (select v.automation_state = 'paused'
-                   and (v.automation_until is null or v.automation_until > ${now.toISOString()}::timestamptz)
-              from ${conversations} v where v.id = ${event.conversationId}) as paused
-      from ${contacts} where id = ${event.contactId} and account_id = ${event.accountId}`),
-  );
-  const row = rows[0];
-  const contact = row
-    ? {
-        id: row.id,
-        name: row.name,
-        phone: row.phone,
-        waId: row.wa_id,
-        tags: row.tags,
-        optedOut: row.opted_out,
-      }
-    : null;
-  const active = row?.run_id ? await findActiveRun(db, event.accountId, event.contactId) : null;
-  return { contact, active, paused: row?.paused === true };
 }
 
 /** What storing the message told about its conversation, when it told it. */

@@ -1,6 +1,14 @@
 import { randomInt } from "node:crypto";
-import { and, eq, type SQL, sql } from "drizzle-orm";
-import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import {
+  and,
+  createTableRelationsHelpers,
+  eq,
+  extractTablesRelationalConfig,
+  type SQL,
+  sql,
+} from "drizzle-orm";
+import { NodePgSession, NodePgTransaction } from "drizzle-orm/node-postgres/session";
+import { PgDialect } from "drizzle-orm/pg-core";
 import type pg from "pg";
 import type { DbOrTx } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
@@ -204,8 +212,22 @@ export async function findActiveRun(db: DbOrTx, accountId: string, contactId: st
   return run ?? null;
 }
 
-/** One drizzle instance per pool: building one (its schema's relations) costs more than a query. */
-const lockingDbs = new WeakMap<pg.Pool, NodePgDatabase<typeof schema>>();
+/** The schema as drizzle's relational queries read it: worked out once, not per transaction. */
+const relationalSchema = (() => {
+  const config = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
+  return { fullSchema: schema, schema: config.tables, tableNamesMap: config.tableNamesMap };
+})();
+const dialect = new PgDialect();
+
+/** A drizzle transaction on a connection whose transaction the caller began (drizzle's own would begin it again). */
+const transactionOn = (client: pg.PoolClient): DbOrTx =>
+  new NodePgTransaction(
+    dialect,
+    new NodePgSession(client, dialect, relationalSchema),
+    relationalSchema,
+  ) as unknown as DbOrTx;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Runs a function in one transaction that first takes the contact's
@@ -214,24 +236,43 @@ const lockingDbs = new WeakMap<pg.Pool, NodePgDatabase<typeof schema>>();
  * commits, rolls back or its connection dies with the process: an advance is
  * all written or not at all (its sends are stored with their jobs in that transaction; hooks
  * registered with onCommit run once it committed).
+ *
+ * `begin` and the lock go in one round trip (two statements of one simple
+ * query, the key's two UUIDs written as a literal): every bot reply takes two
+ * of these transactions, and on a busy machine each round trip to PostgreSQL
+ * costs about as much as the statement's own work.
  */
 export async function withContactLock<T>(
   pool: pg.Pool,
   key: { accountId: string; contactId: string },
   work: (db: DbOrTx) => Promise<T>,
 ): Promise<T> {
-  let db = lockingDbs.get(pool);
-  if (!db) {
-    db = drizzle(pool, { schema });
-    lockingDbs.set(pool, db);
-  }
   const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
+  const inline = UUID.test(key.accountId) && UUID.test(key.contactId);
   const hooks: Array<() => Promise<void>> = [];
-  const result = await db.transaction(async (tx) => {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  let result: T;
+  try {
+    if (inline) {
+      await client.query(`begin; select pg_advisory_xact_lock(hashtextextended('${lockKey}', 0))`);
+    } else {
+      await client.query("begin");
+      await client.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [lockKey]);
+    }
+    const tx = transactionOn(client);
     commitHooks.set(tx, hooks);
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
-    return work(tx);
-  });
+    result = await work(tx);
+    await client.query("commit");
+  } catch (error) {
+    // A connection that cannot even roll back is dropped, not given to the next caller.
+    await client.query("rollback").catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
   // Committed: what waited for it runs now (each hook handles its own errors).
   for (const hook of hooks) await hook();
   return result;
