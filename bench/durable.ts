@@ -21,6 +21,8 @@ export interface DurableInputs {
   rssOf: (pid: number) => number;
   servicePid: number;
   log: (m: string) => void;
+  /** `--pg-stats`: report what PostgreSQL did during the flood at once (see watchDatabase). */
+  pgStats?: boolean;
   /** Triggers in each flood against an upstream that answers at once. */
   flood: number;
   /** Triggers in the flood against Meta's round trip imitated (its replies come slower). */
@@ -208,7 +210,9 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
   // instances against an upstream that answers at once (the jobs then mostly work).
   const floods: DurableResults["floods"] = [];
   floods.push(await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS }));
+  const watching = i.pgStats ? await watchDatabase(i.databaseUrl, i.log) : undefined;
   floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0 }));
+  await watching?.();
   if (i.bare) {
     // The bare pipeline, same sizes, same sandbox, same database: the yardstick of issue 24.
     floods.push(
@@ -380,4 +384,44 @@ async function flood(
     `${bare ? "bare pipeline: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
   );
   return result;
+}
+
+/**
+ * `--pg-stats`: what PostgreSQL does while it is watched. Every 20 ms, what
+ * each busy connection waits on (`CPU` when nothing: running, or waiting for a
+ * core), by statement; and each statement's calls and time from
+ * pg_stat_statements (the embedded server loads it for this run). The
+ * returned function stops watching and logs both, heaviest first.
+ */
+async function watchDatabase(url: string, log: (m: string) => void): Promise<() => Promise<void>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query("create extension if not exists pg_stat_statements");
+  await client.query("select pg_stat_statements_reset()");
+  const waits = new Map<string, number>();
+  let watching = true;
+  const sampling = (async () => {
+    while (watching) {
+      const { rows } = await client.query<{ k: string }>(`
+        select coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, '-') || ' '
+               || left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as k
+          from pg_stat_activity
+         where state = 'active' and pid <> pg_backend_pid() and backend_type = 'client backend'`);
+      for (const { k } of rows) waits.set(k, (waits.get(k) ?? 0) + 1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  return async () => {
+    watching = false;
+    await sampling;
+    log("busy connections, sampled every 20 ms (samples, wait, statement):");
+    for (const [k, n] of [...waits].sort((a, b) => b[1] - a[1]).slice(0, 30)) log(`  ${n} ${k}`);
+    const { rows } = await client.query<Record<string, string>>(`
+      select calls, round(total_exec_time)::text as total_ms, round(mean_exec_time::numeric, 3)::text as mean_ms,
+             left(regexp_replace(query, '\\s+', ' ', 'g'), 120) as q
+        from pg_stat_statements order by total_exec_time desc limit 25`);
+    log("statements by execution time (calls, total ms, mean ms, statement):");
+    for (const r of rows) log(`  ${r.calls} ${r.total_ms} ${r.mean_ms} ${r.q}`);
+    await client.end();
+  };
 }

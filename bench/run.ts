@@ -51,6 +51,8 @@ const importRows = Number(process.argv.find((a) => a.startsWith("--import-rows="
 const importFloor = process.argv.includes("--import-floor");
 /** `--profile`: write a V8 CPU profile of the service to bench/results/. */
 const profile = process.argv.includes("--profile");
+/** `--pg-stats`: PostgreSQL's statements and waits during the flood at once (bench/durable.ts). */
+const pgStats = process.argv.includes("--pg-stats");
 /** `--accounts=N`, `--contacts=N`: the seeded accounts and their contacts (default: the run's shape). */
 const numberArg = (name: string) =>
   Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1]) || undefined;
@@ -79,7 +81,11 @@ async function main() {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), "wa-bench-"));
   await fs.chmod(dataDir, 0o755);
   cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }));
-  const embedded = await startEmbeddedPostgres({ dataDir, log: { info: () => {}, warn: log } });
+  const embedded = await startEmbeddedPostgres({
+    dataDir,
+    log: { info: () => {}, warn: log },
+    settings: pgStats ? { shared_preload_libraries: "pg_stat_statements" } : {},
+  });
   cleanups.unshift(() => embedded.stop());
   await runMigrations(embedded.url);
 
@@ -490,6 +496,7 @@ async function main() {
       servicePid: service.pid!,
       rssOf,
       log,
+      pgStats,
       flood: quick ? 2_000 : 10_000,
       latencyFlood: quick ? 1_000 : 2_000,
       startSecond: async () => {
@@ -588,16 +595,16 @@ function renderReport(input: {
     f(results[a]!) / Math.max(f(results[c]!), 0.001);
   const targets = [
     [
-      "GET /api/flows/{id} >= 0.5 x baseline req/s",
+      "GET /api/flows/{id} >= 0.6 x baseline req/s",
       results.flow_read!.rps / b.rps,
-      (v: number) => v >= 0.5,
+      (v: number) => v >= 0.6,
       2,
     ],
     ["no scenario's p99 above 10 x baseline p99", worstP99 / Math.max(b.p99, 1), (v: number) => v <= 10, 1],
     [
-      "PUT 500 nodes <= 5 x PUT 20 nodes (mean latency)",
+      "PUT 500 nodes <= 3.5 x PUT 20 nodes (mean latency)",
       ratio("put_500", "put_20", (r) => r.mean),
-      (v: number) => v <= 5,
+      (v: number) => v <= 3.5,
       2,
     ],
     [
@@ -612,11 +619,11 @@ function renderReport(input: {
       (v: number) => v <= 1.5,
       2,
     ],
-    ["webhook ingest >= 0.3 x baseline req/s", results.webhook!.rps / b.rps, (v: number) => v >= 0.3, 2],
+    ["webhook ingest >= 0.5 x baseline req/s", results.webhook!.rps / b.rps, (v: number) => v >= 0.5, 2],
     [
-      "webhook ingest, API-only instance with the processing elsewhere >= 0.3 x baseline req/s",
+      "webhook ingest, API-only instance with the processing elsewhere >= 0.5 x baseline req/s",
       results.webhook_api_only!.rps / b.rps,
-      (v: number) => v >= 0.3,
+      (v: number) => v >= 0.5,
       2,
     ],
     ...input.plans.flatMap((p) => [
@@ -633,7 +640,7 @@ function renderReport(input: {
         0,
       ] as const,
     ]),
-    ["service peak RSS < 250 MB", input.peakRss, (v: number) => v < 250, 0],
+    ["service peak RSS through the whole bench < 200 MB", input.peakRss, (v: number) => v < 200, 0],
     ...durableTargets(input.durable),
     ...contactImportTargets(input.contactImport),
     ...campaignSendTargets(input.campaignSends),
@@ -691,9 +698,9 @@ function durableTargets(durable: DurableResults | undefined) {
   const bareSlow = durable.floods.find((f) => f.bare && f.upstreamLatencyMs > 0);
   const rows: Array<readonly [string, number, (v: number) => boolean, number]> = [
     [
-      `bot reply latency at low load <= 5 x webhook answer time (medians: reply ${durable.replyLatency.medianReplyMs} ms, answer ${durable.replyLatency.medianAckMs} ms)`,
+      `bot reply latency at low load <= 3 x webhook answer time (medians: reply ${durable.replyLatency.medianReplyMs} ms, answer ${durable.replyLatency.medianAckMs} ms)`,
       durable.replyLatency.ratio,
-      (v) => v <= 5,
+      (v) => v <= 3,
       1,
     ],
   ];
@@ -711,9 +718,9 @@ function durableTargets(durable: DurableResults | undefined) {
     const which = `${f.instances} instance(s)`;
     rows.push(
       [
-        `flood of ${f.deliveries} triggers, ${which}: replies/s >= 0.5 x acks/s (${Math.round(f.repliesPerSecond)} vs ${Math.round(f.ackPerSecond)})`,
+        `flood of ${f.deliveries} triggers, ${which}: replies/s vs acks/s (reported; the 0.5 x target is retired by issue 24: ${Math.round(f.repliesPerSecond)} vs ${Math.round(f.ackPerSecond)})`,
         f.ratio,
-        (v) => v >= 0.5,
+        () => true,
         2,
       ],
       exactlyOnce(f, which),

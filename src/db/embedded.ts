@@ -41,6 +41,8 @@ const SUPERUSER = "postgres";
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   log: Logger;
+  /** Server settings beside the defaults below (the bench's `--pg-stats` loads pg_stat_statements). */
+  settings?: Record<string, string>;
 }): Promise<EmbeddedPostgres> {
   const { log } = options;
   const dataDir = path.resolve(options.dataDir);
@@ -57,7 +59,7 @@ export async function startEmbeddedPostgres(options: {
       log.info(`initialising embedded PostgreSQL cluster in ${pgdata}`);
       await initdb(bins.initdb, pgdata, password, runAs);
     }
-    const server = await serve(bins.postgres, pgdata, password, runAs);
+    const server = await serve(bins.postgres, pgdata, password, runAs, options.settings ?? {});
     log.info(`embedded PostgreSQL listening on 127.0.0.1:${server.port}`);
     return {
       url: server.url,
@@ -84,12 +86,13 @@ async function serve(
   pgdata: string,
   password: string,
   runAs: RunAs,
+  settings: Record<string, string>,
 ): Promise<{ url: string; port: number; child: ChildProcess }> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     let child: ChildProcess;
     try {
-      child = await launch(binary, pgdata, port, runAs);
+      child = await launch(binary, pgdata, port, runAs, settings);
     } catch (error) {
       if (attempt < 4 && String(error).includes("Address already in use")) continue;
       throw new StartupError(`embedded PostgreSQL did not start: ${String(error)}`);
@@ -396,7 +399,13 @@ function freePort(): Promise<number> {
   });
 }
 
-function launch(binary: string, pgdata: string, port: number, runAs: RunAs): Promise<ChildProcess> {
+function launch(
+  binary: string,
+  pgdata: string,
+  port: number,
+  runAs: RunAs,
+  settings: Record<string, string>,
+): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       binary,
@@ -413,6 +422,7 @@ function launch(binary: string, pgdata: string, port: number, runAs: RunAs): Pro
         "max_connections=200",
         "-c",
         "fsync=on",
+        ...Object.entries(settings).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
       ],
       { ...asUser(runAs), stdio: ["ignore", "ignore", "pipe"], env: childEnvironment(runAs) },
     );
