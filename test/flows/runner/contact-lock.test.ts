@@ -1,0 +1,150 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DbOrTx } from "../../../src/db/client.js";
+import { prepareMarkedStatements } from "../../../src/db/prepared.js";
+import { onCommit, withContactLock } from "../../../src/flows/runner/store.js";
+import { createTestDatabase } from "../../helpers/harness.js";
+
+/**
+ * withContactLock begins its transaction and takes the contact's lock in one
+ * round trip, on a drizzle transaction it builds itself (drizzle's own would
+ * begin a second time): what every advance and every send's record rely on.
+ */
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let pool: pg.Pool;
+
+const rows = async () =>
+  (await pool.query<{ label: string }>("select label from lock_probe order by id")).rows.map((r) => r.label);
+const insert = (db: DbOrTx, label: string) =>
+  db.execute(sql`insert into lock_probe (label) values (${label})`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  pool = new pg.Pool({ connectionString: database.url, max: 4 });
+  prepareMarkedStatements(pool);
+  await pool.query("create table lock_probe (id serial primary key, label text not null)");
+});
+
+afterAll(async () => {
+  await pool.end();
+  await database.drop();
+});
+
+describe("withContactLock", () => {
+  it("is built on the exact drizzle-orm version whose transaction classes it uses", () => {
+    const manifest = JSON.parse(readFileSync("package.json", "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    expect(manifest.dependencies["drizzle-orm"]).toMatch(/^\d+\.\d+\.\d+$/);
+    const installed = JSON.parse(readFileSync("node_modules/drizzle-orm/package.json", "utf8")) as {
+      version: string;
+    };
+    expect(installed.version).toBe(manifest.dependencies["drizzle-orm"]);
+  });
+
+  it("runs one contact's transactions one after another, and other contacts' beside them", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    const other = { accountId: contact.accountId, contactId: randomUUID() };
+    let locked!: () => void;
+    const firstHoldsTheLock = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    let otherDone!: () => void;
+    const otherContactDone = new Promise<void>((resolve) => {
+      otherDone = resolve;
+    });
+    const first = withContactLock(pool, contact, async (db) => {
+      await insert(db, "first: start");
+      locked();
+      // The other contact's transaction runs while this one holds its lock; the same contact's
+      // second one gets time to run too, and must not.
+      await otherContactDone;
+      await sleep(300);
+      await insert(db, "first: end");
+    });
+    await firstHoldsTheLock;
+    const second = withContactLock(pool, contact, (db) => insert(db, "second"));
+    const beside = withContactLock(pool, other, (db) => insert(db, "other contact")).then(otherDone);
+    await Promise.all([first, second, beside]);
+    expect(await rows()).toEqual(["first: start", "other contact", "first: end", "second"]);
+  });
+
+  it("writes nothing of a transaction that throws, runs none of its commit hooks, and frees lock and connection", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    let hookRan = false;
+    await expect(
+      withContactLock(pool, contact, async (db) => {
+        await insert(db, "rolled back");
+        const registered = onCommit(db, async () => {
+          hookRan = true;
+        });
+        expect(registered).toBe(true);
+        throw new Error("the advance failed");
+      }),
+    ).rejects.toThrow("the advance failed");
+    expect(await rows()).toEqual([]);
+    expect(hookRan).toBe(false);
+    expect(pool.idleCount).toBe(pool.totalCount);
+    // The lock went with the transaction: the next one of the same contact does not wait.
+    const started = Date.now();
+    await withContactLock(pool, contact, (db) => insert(db, "next"));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await rows()).toEqual(["next"]);
+  });
+
+  it("runs commit hooks once the writes are visible to every connection", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    let seen: string[] = [];
+    await withContactLock(pool, contact, async (db) => {
+      await insert(db, "committed");
+      onCommit(db, async () => {
+        seen = await rows();
+      });
+    });
+    expect(seen).toEqual(["committed"]);
+  });
+
+  it("gives a working drizzle transaction: queries, relational queries and nested savepoints", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    const flows = await withContactLock(pool, contact, async (db) => {
+      await insert(db, "outer");
+      await db
+        .transaction(async (inner) => {
+          await insert(inner, "inner, rolled back");
+          throw new Error("inner");
+        })
+        .catch(() => undefined);
+      return db.query.flows.findMany({ limit: 1 });
+    });
+    expect(flows).toEqual([]);
+    expect(await rows()).toEqual(["outer"]);
+  });
+
+  it("locks keys that are not UUIDs too, passing them as a parameter, never as text of the statement", async () => {
+    await pool.query("truncate lock_probe");
+    const odd = { accountId: "x'); drop table lock_probe; --", contactId: "y" };
+    let locked!: () => void;
+    const firstHoldsTheLock = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const first = withContactLock(pool, odd, async (db) => {
+      await insert(db, "odd: start");
+      locked();
+      await sleep(300);
+      await insert(db, "odd: end");
+    });
+    await firstHoldsTheLock;
+    const second = withContactLock(pool, odd, (db) => insert(db, "odd: second"));
+    await Promise.all([first, second]);
+    expect(await rows()).toEqual(["odd: start", "odd: end", "odd: second"]);
+  });
+});
