@@ -23,6 +23,15 @@ const insert = (db: DbOrTx, label: string) =>
   db.execute(sql`insert into lock_probe (label) values (${label})`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A promise and the function that resolves it. */
+function signal(): { done: Promise<void>; give: () => void } {
+  let give!: () => void;
+  const done = new Promise<void>((resolve) => {
+    give = resolve;
+  });
+  return { done, give };
+}
+
 beforeAll(async () => {
   database = await createTestDatabase();
   pool = new pg.Pool({ connectionString: database.url, max: 4 });
@@ -51,26 +60,20 @@ describe("withContactLock", () => {
     await pool.query("truncate lock_probe");
     const contact = { accountId: randomUUID(), contactId: randomUUID() };
     const other = { accountId: contact.accountId, contactId: randomUUID() };
-    let locked!: () => void;
-    const firstHoldsTheLock = new Promise<void>((resolve) => {
-      locked = resolve;
-    });
-    let otherDone!: () => void;
-    const otherContactDone = new Promise<void>((resolve) => {
-      otherDone = resolve;
-    });
+    const locked = signal();
+    const otherDone = signal();
     const first = withContactLock(pool, contact, async (db) => {
       await insert(db, "first: start");
-      locked();
+      locked.give();
       // The other contact's transaction runs while this one holds its lock; the same contact's
       // second one gets time to run too, and must not.
-      await otherContactDone;
+      await otherDone.done;
       await sleep(300);
       await insert(db, "first: end");
     });
-    await firstHoldsTheLock;
+    await locked.done;
     const second = withContactLock(pool, contact, (db) => insert(db, "second"));
-    const beside = withContactLock(pool, other, (db) => insert(db, "other contact")).then(otherDone);
+    const beside = withContactLock(pool, other, (db) => insert(db, "other contact")).then(otherDone.give);
     await Promise.all([first, second, beside]);
     expect(await rows()).toEqual(["first: start", "other contact", "first: end", "second"]);
   });
@@ -132,17 +135,14 @@ describe("withContactLock", () => {
   it("locks keys that are not UUIDs too, passing them as a parameter, never as text of the statement", async () => {
     await pool.query("truncate lock_probe");
     const odd = { accountId: "x'); drop table lock_probe; --", contactId: "y" };
-    let locked!: () => void;
-    const firstHoldsTheLock = new Promise<void>((resolve) => {
-      locked = resolve;
-    });
+    const locked = signal();
     const first = withContactLock(pool, odd, async (db) => {
       await insert(db, "odd: start");
-      locked();
+      locked.give();
       await sleep(300);
       await insert(db, "odd: end");
     });
-    await firstHoldsTheLock;
+    await locked.done;
     const second = withContactLock(pool, odd, (db) => insert(db, "odd: second"));
     await Promise.all([first, second]);
     expect(await rows()).toEqual(["odd: start", "odd: end", "odd: second"]);
