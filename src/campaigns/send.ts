@@ -257,6 +257,9 @@ async function claimBatch(
         select contact_id from ${campaignRecipients}
          where campaign_id = ${campaign.id}::uuid and status = 'queued'
            and coalesce(next_attempt_at, '-infinity') <= now()
+           -- Read with the recipients: a recipient requeued by a pause (Meta refused its template)
+           -- is seen together with the pause, so it waits for the resume.
+           and exists (select 1 from ${campaigns} k where k.id = ${campaign.id}::uuid and k.status = 'running')
          order by contact_id
          limit ${limit}
          for update skip locked
