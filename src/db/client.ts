@@ -1,4 +1,7 @@
+import { createTableRelationsHelpers, extractTablesRelationalConfig } from "drizzle-orm";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import { NodePgSession, NodePgTransaction } from "drizzle-orm/node-postgres/session";
+import { PgDialect } from "drizzle-orm/pg-core";
 import pg from "pg";
 import { prepareMarkedStatements } from "./prepared.js";
 import * as schema from "./schema/index.js";
@@ -23,4 +26,47 @@ export function connectDatabase(url: string, options: { max?: number } = {}): Da
   prepareMarkedStatements(pool);
   const db = drizzle(pool, { schema });
   return { url, db, pool, close: () => pool.end() };
+}
+
+/** The schema as drizzle's relational queries read it: worked out once, not per transaction. */
+const relationalSchema = (() => {
+  const config = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
+  return { fullSchema: schema, schema: config.tables, tableNamesMap: config.tableNamesMap };
+})();
+const dialect = new PgDialect();
+
+/**
+ * Runs `work` in a transaction on one of the pool's connections, begun by
+ * `opening`: a simple query (no parameters) of `begin` and the statements to
+ * run first, all in one round trip. drizzle's own `transaction` sends `begin`
+ * alone; the transaction given to `work` is drizzle's (queries, relational
+ * queries, savepoints), on that connection. Commits when `work` resolves,
+ * rolls back when it throws; a connection that cannot even roll back is
+ * dropped, not given to the next caller.
+ */
+export async function transactionOpenedWith<T>(
+  pool: pg.Pool,
+  opening: string,
+  work: (tx: DbOrTx) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(opening);
+    const tx = new NodePgTransaction(
+      dialect,
+      new NodePgSession(client, dialect, relationalSchema),
+      relationalSchema,
+    ) as unknown as DbOrTx;
+    const result = await work(tx);
+    await client.query("commit");
+    return result;
+  } catch (error) {
+    await client.query("rollback").catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }

@@ -1,18 +1,8 @@
 import { randomInt } from "node:crypto";
-import {
-  and,
-  createTableRelationsHelpers,
-  eq,
-  extractTablesRelationalConfig,
-  type SQL,
-  sql,
-} from "drizzle-orm";
-import { NodePgSession, NodePgTransaction } from "drizzle-orm/node-postgres/session";
-import { PgDialect } from "drizzle-orm/pg-core";
+import { and, eq, type SQL, sql } from "drizzle-orm";
 import type pg from "pg";
-import type { DbOrTx } from "../../db/client.js";
+import { type DbOrTx, transactionOpenedWith } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
-import * as schema from "../../db/schema/index.js";
 import { EXECUTION_COUNT_SHARDS, type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
 
 /**
@@ -212,21 +202,6 @@ export async function findActiveRun(db: DbOrTx, accountId: string, contactId: st
   return run ?? null;
 }
 
-/** The schema as drizzle's relational queries read it: worked out once, not per transaction. */
-const relationalSchema = (() => {
-  const config = extractTablesRelationalConfig(schema, createTableRelationsHelpers);
-  return { fullSchema: schema, schema: config.tables, tableNamesMap: config.tableNamesMap };
-})();
-const dialect = new PgDialect();
-
-/** A drizzle transaction on a connection whose transaction the caller began (drizzle's own would begin it again). */
-const transactionOn = (client: pg.PoolClient): DbOrTx =>
-  new NodePgTransaction(
-    dialect,
-    new NodePgSession(client, dialect, relationalSchema),
-    relationalSchema,
-  ) as unknown as DbOrTx;
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -250,29 +225,12 @@ export async function withContactLock<T>(
   const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
   const inline = UUID.test(key.accountId) && UUID.test(key.contactId);
   const hooks: Array<() => Promise<void>> = [];
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  let result: T;
-  try {
-    if (inline) {
-      await client.query(`begin; select pg_advisory_xact_lock(hashtextextended('${lockKey}', 0))`);
-    } else {
-      await client.query("begin");
-      await client.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [lockKey]);
-    }
-    const tx = transactionOn(client);
+  const opening = inline ? `begin; select pg_advisory_xact_lock(hashtextextended('${lockKey}', 0))` : "begin";
+  const result = await transactionOpenedWith(pool, opening, async (tx) => {
+    if (!inline) await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
     commitHooks.set(tx, hooks);
-    result = await work(tx);
-    await client.query("commit");
-  } catch (error) {
-    // A connection that cannot even roll back is dropped, not given to the next caller.
-    await client.query("rollback").catch((rollbackError: unknown) => {
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-    });
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+    return work(tx);
+  });
   // Committed: what waited for it runs now (each hook handles its own errors).
   for (const hook of hooks) await hook();
   return result;

@@ -10,8 +10,9 @@ import { createTestDatabase } from "../../helpers/harness.js";
 
 /**
  * withContactLock begins its transaction and takes the contact's lock in one
- * round trip, on a drizzle transaction it builds itself (drizzle's own would
- * begin a second time): what every advance and every send's record rely on.
+ * round trip (transactionOpenedWith, src/db/client.ts: a drizzle transaction
+ * on a connection whose `begin` the caller sends): what every advance and
+ * every send's record rely on.
  */
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
