@@ -117,6 +117,13 @@ export type SendResult =
 export interface SendPipeline {
   /** Resolves when Meta answered (or the send was released unsent); never rejects. */
   send(item: QueuedSend): Promise<SendResult>;
+  /**
+   * A customer-facing send for this number is on its way (its message is being
+   * stored): when the number's lane is idle, its next slot is reserved now, so
+   * that the send finds it ready instead of waiting for the store's round trip.
+   * A slot reserved for a send that never comes is only a slot unused.
+   */
+  expect(phoneNumberId: string, limit: number): void;
   /** Waits until the pipeline has room for one more send of this priority (backpressure on jobs). */
   admit(priority: SendPriority): Promise<void>;
   /** Tracks work that follows a send's answer (recording it) so that close() waits for it too. */

@@ -1,6 +1,6 @@
 import type { QueuedSend, SendPipeline, SendPriority, SendResult } from "../ports.js";
 import { GraphApiError, type GraphClient, type WriteGate } from "../upstream/graph.js";
-import { type SendRate, SLOT_LATENESS_MS } from "./rate.js";
+import { type Reservation, type SendRate, SLOT_LATENESS_MS } from "./rate.js";
 
 /**
  * An instance's outgoing sends, as asynchronous I/O: a send waits here for its
@@ -59,6 +59,16 @@ interface NumberLane {
   limit: number;
 }
 
+/**
+ * A slot reserved ahead for an idle lane (see expect): taken by the lane's
+ * next send within this long of its reservation, or left to pass unused.
+ */
+interface EarlySlot {
+  slot: Promise<number | undefined>;
+  at: number;
+}
+const EARLY_SLOT_KEPT_MS = 1_000;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 const sleepUntil = async (at: number) => {
   while (Date.now() < at) await sleep(Math.ceil(at - Date.now()));
@@ -78,6 +88,7 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
   const maxWaitMs = options.maxWaitMs ?? 30_000;
   const lanes = new Map<string, NumberLane>();
   const admitWaiters: { priority: SendPriority; resolve: () => void }[] = [];
+  const earlySlots = new Map<string, EarlySlot>();
   const tracked = new Set<Promise<unknown>>();
   let waiting = 0;
   let flying = 0;
@@ -235,6 +246,15 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
   const socketFree = () =>
     flying < options.maxInFlight ? Promise.resolve() : new Promise<void>((r) => socketWaiters.push(r));
 
+  /** The number's slot reserved ahead, if one was and it may still be taken. */
+  const takeEarlySlot = async (phoneNumberId: string): Promise<number | undefined> => {
+    const early = earlySlots.get(phoneNumberId);
+    if (!early) return undefined;
+    earlySlots.delete(phoneNumberId);
+    const slot = await early.slot;
+    return slot !== undefined && Date.now() <= slot + SLOT_LATENESS_MS ? slot : undefined;
+  };
+
   const pump = async (phoneNumberId: string, lane: NumberLane) => {
     lane.pumping = true;
     try {
@@ -242,14 +262,20 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
         releaseExpired(lane, Date.now());
         const queued = lane.customer.length + lane.campaign.length;
         if (queued === 0) break;
-        const count = Math.min(queued, MAX_BATCH, Math.max(1, Math.floor(lane.limit / 4)));
-        let reservation: Awaited<ReturnType<SendRate["reserve"]>>;
-        try {
-          reservation = await options.rate.reserve(phoneNumberId, lane.limit, count);
-        } catch (error) {
-          options.log?.warn({ err: error, phoneNumberId }, "send rate store unavailable; retrying in 1 s");
-          await sleep(1000);
-          continue;
+        let count = Math.min(queued, MAX_BATCH, Math.max(1, Math.floor(lane.limit / 4)));
+        let reservation: Pick<Reservation, "firstAtMs" | "intervalMs">;
+        const early = await takeEarlySlot(phoneNumberId);
+        if (early !== undefined) {
+          reservation = { firstAtMs: early, intervalMs: 0 };
+          count = 1;
+        } else {
+          try {
+            reservation = await options.rate.reserve(phoneNumberId, lane.limit, count);
+          } catch (error) {
+            options.log?.warn({ err: error, phoneNumberId }, "send rate store unavailable; retrying in 1 s");
+            await sleep(1000);
+            continue;
+          }
         }
         for (let i = 0; i < count && !closed; i++) {
           const slot = reservation.firstAtMs + i * reservation.intervalMs;
@@ -277,6 +303,18 @@ export function createSendPipeline(options: PipelineOptions): SendPipeline {
     send(item) {
       if (closed) return Promise.resolve({ kind: "released" });
       return new Promise<SendResult>((resolve) => enqueue({ item, since: Date.now(), resolve }));
+    },
+    expect(phoneNumberId, limit) {
+      // A busy lane reserves its slots in batches: only an idle one gains from a slot ahead.
+      if (closed || lanes.has(phoneNumberId)) return;
+      const early = earlySlots.get(phoneNumberId);
+      if (early && Date.now() - early.at < EARLY_SLOT_KEPT_MS) return;
+      const slot = options.rate.reserve(phoneNumberId, limit, 1).then(
+        (reservation) => reservation.firstAtMs,
+        () => undefined,
+      );
+      earlySlots.set(phoneNumberId, { slot, at: Date.now() });
+      track(slot);
     },
     admit(priority) {
       if (closed || (admitWaiters.length === 0 && roomFor(priority))) return Promise.resolve();

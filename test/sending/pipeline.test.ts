@@ -349,3 +349,91 @@ describe("the last check before the wire", () => {
     expect(calls.map((c) => c.to)).toEqual(["a", "b", "c"]);
   }, 20_000);
 });
+
+describe("a slot reserved ahead (a reply being stored)", () => {
+  /** The rate store, counting its reservations. */
+  const counted = (rate: SendRate) => {
+    const reservations: number[] = [];
+    const wrapped: SendRate = {
+      ...rate,
+      store: rate.store,
+      reserve: (phoneNumberId, limit, count) => {
+        reservations.push(count);
+        return rate.reserve(phoneNumberId, limit, count);
+      },
+    };
+    return { rate: wrapped, reservations };
+  };
+
+  it("the expected send takes the slot reserved for it: no second look at the store", async () => {
+    const calls: Call[] = [];
+    const { rate, reservations } = counted(postgresSendRate(pool()));
+    const pipeline = createSendPipeline({ graph: fakeGraph(calls, { answerMs: 0 }), rate, maxInFlight: 8 });
+    const number = phone();
+    pipeline.expect(number, 10);
+    pipeline.expect(number, 10); // a second hint while the first holds is nothing more
+    const result = await send(pipeline, number, "reply", 10, "customer");
+    await pipeline.close();
+    expect(result.kind).toBe("sent");
+    expect(calls.map((c) => c.to)).toEqual(["reply"]);
+    expect(reservations).toEqual([1]);
+  }, 20_000);
+
+  it("a slot gone by before its send came is left unused; the send takes a slot of its own", async () => {
+    const calls: Call[] = [];
+    const { rate, reservations } = counted(postgresSendRate(pool()));
+    const pipeline = createSendPipeline({ graph: fakeGraph(calls, { answerMs: 0 }), rate, maxInFlight: 8 });
+    const number = phone();
+    pipeline.expect(number, 10);
+    // Longer than a slot may be late (SLOT_LATENESS_MS): that slot is past.
+    await new Promise((r) => setTimeout(r, 150));
+    const result = await send(pipeline, number, "reply", 10, "customer");
+    await pipeline.close();
+    expect(result.kind).toBe("sent");
+    expect(reservations).toEqual([1, 1]);
+    // At 10 a second the slot reserved ahead spaced the send's own one.
+    expect(calls).toHaveLength(1);
+  }, 20_000);
+
+  it("hints with and without their sends, on two instances, never exceed the rate in any one-second window", async () => {
+    const calls: Call[] = [];
+    const number = phone();
+    const pipelines = [0, 1].map(() =>
+      createSendPipeline({
+        graph: fakeGraph(calls, { answerMs: 0 }),
+        rate: postgresSendRate(pool()),
+        maxInFlight: 8,
+      }),
+    );
+    // Each instance answers one customer at a time (its lane idle between sends, so every hint
+    // reserves); every third hint's send never comes (its advance rolled back).
+    const replies = async (pipeline: SendPipeline, k: number) => {
+      for (let i = 0; i < 12; i++) {
+        pipeline.expect(number, 5);
+        await new Promise((r) => setTimeout(r, 5));
+        if (i % 3 === 2) continue;
+        const result = await send(pipeline, number, `${k}-${i}`, 5, "customer");
+        expect(result.kind).toBe("sent");
+      }
+    };
+    await Promise.all(pipelines.map((p, k) => replies(p, k)));
+    await Promise.all(pipelines.map((p) => p.close()));
+    expect(calls).toHaveLength(16);
+    expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(5);
+  }, 30_000);
+
+  it("a busy lane reserves in batches: hints meanwhile reserve nothing", async () => {
+    const calls: Call[] = [];
+    const { rate, reservations } = counted(postgresSendRate(pool()));
+    const pipeline = createSendPipeline({ graph: fakeGraph(calls, { answerMs: 0 }), rate, maxInFlight: 8 });
+    const number = phone();
+    const sends = Array.from({ length: 6 }, (_, i) => send(pipeline, number, `s${i}`, 20, "customer"));
+    for (let i = 0; i < 5; i++) pipeline.expect(number, 20);
+    await Promise.all(sends);
+    await pipeline.close();
+    expect(calls).toHaveLength(6);
+    // The lane's own reservations only: its first send's slot, then the five waiting (a quarter of
+    // the rate at most at once).
+    expect(reservations).toEqual([1, 5]);
+  }, 20_000);
+});

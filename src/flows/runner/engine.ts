@@ -318,6 +318,8 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
   }
   if (inline && queued.channel) {
     const { channel, messageId } = queued;
+    // Its number's slot is reserved while the advance commits (nothing is sent before the commit).
+    if (channel.phoneNumberId && channel.limit) ctx.deps.sends.expect(channel.phoneNumberId, channel.limit);
     const sent = message;
     onCommit(ctx.db, () =>
       ctx.deps.claimedSends.send(
