@@ -170,6 +170,8 @@ export async function sendAgentText(
     throw new ApiError(500, "The stored access token cannot be decrypted: reconnect the messaging channel");
   }
 
+  // The number's slot is reserved while the message is stored (see SendPipeline.expect).
+  deps.sends.expect(config.phoneNumberId, config.messagesPerSecond);
   const pending = await insertPendingMessage(db, {
     accountId: input.accountId,
     conversationId: input.conversationId,
