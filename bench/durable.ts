@@ -398,6 +398,7 @@ async function watchDatabase(url: string, log: (m: string) => void): Promise<() 
   await client.connect();
   await client.query("create extension if not exists pg_stat_statements");
   await client.query("select pg_stat_statements_reset()");
+  await client.query("select pg_stat_reset()");
   const waits = new Map<string, number>();
   let watching = true;
   const sampling = (async () => {
@@ -418,10 +419,24 @@ async function watchDatabase(url: string, log: (m: string) => void): Promise<() 
     for (const [k, n] of [...waits].sort((a, b) => b[1] - a[1]).slice(0, 30)) log(`  ${n} ${k}`);
     const { rows } = await client.query<Record<string, string>>(`
       select calls, round(total_exec_time)::text as total_ms, round(mean_exec_time::numeric, 3)::text as mean_ms,
-             left(regexp_replace(query, '\\s+', ' ', 'g'), 120) as q
-        from pg_stat_statements order by total_exec_time desc limit 25`);
-    log("statements by execution time (calls, total ms, mean ms, statement):");
+             case when toplevel then '' else '(nested) ' end || left(regexp_replace(query, '\\s+', ' ', 'g'), 120) as q
+        from pg_stat_statements order by total_exec_time desc limit 30`);
+    log(
+      "statements by execution time (calls, total ms, mean ms, statement; nested: run by a function or trigger):",
+    );
     for (const r of rows) log(`  ${r.calls} ${r.total_ms} ${r.mean_ms} ${r.q}`);
+    const functions = await client.query<Record<string, string>>(`
+      select calls, round(total_time)::text as total_ms, round(self_time)::text as self_ms, schemaname || '.' || funcname as f
+        from pg_stat_user_functions order by self_time desc limit 15`);
+    log("functions and triggers by their own time (calls, total ms, self ms, function):");
+    for (const r of functions.rows) log(`  ${r.calls} ${r.total_ms} ${r.self_ms} ${r.f}`);
+    const tables = await client.query<Record<string, string>>(`
+      select n_tup_ins::text as ins, n_tup_upd::text as upd, n_tup_hot_upd::text as hot, n_tup_del::text as del,
+             schemaname || '.' || relname as t
+        from pg_stat_user_tables where n_tup_ins + n_tup_upd + n_tup_del > 0
+       order by n_tup_ins + n_tup_upd + n_tup_del desc limit 20`);
+    log("rows written by table (inserted, updated, of which HOT, deleted, table):");
+    for (const r of tables.rows) log(`  ${r.ins} ${r.upd} ${r.hot} ${r.del} ${r.t}`);
     await client.end();
   };
 }

@@ -84,7 +84,14 @@ async function main() {
   const embedded = await startEmbeddedPostgres({
     dataDir,
     log: { info: () => {}, warn: log },
-    settings: pgStats ? { shared_preload_libraries: "pg_stat_statements" } : {},
+    // Statements run by functions and triggers are counted too, and the functions' own time.
+    settings: pgStats
+      ? {
+          shared_preload_libraries: "pg_stat_statements",
+          "pg_stat_statements.track": "all",
+          track_functions: "all",
+        }
+      : {},
   });
   cleanups.unshift(() => embedded.stop());
   await runMigrations(embedded.url);
