@@ -365,11 +365,16 @@ describe("a slot reserved ahead (a reply being stored)", () => {
     return { rate: wrapped, reservations };
   };
 
-  it("the expected send takes the slot reserved for it: no second look at the store", async () => {
+  /** A pipeline on the test database whose reservations are counted, and a number of its own. */
+  const countedPipeline = () => {
     const calls: Call[] = [];
     const { rate, reservations } = counted(postgresSendRate(pool()));
     const pipeline = createSendPipeline({ graph: fakeGraph(calls, { answerMs: 0 }), rate, maxInFlight: 8 });
-    const number = phone();
+    return { calls, reservations, pipeline, number: phone() };
+  };
+
+  it("the expected send takes the slot reserved for it: no second look at the store", async () => {
+    const { calls, reservations, pipeline, number } = countedPipeline();
     pipeline.expect(number, 10);
     pipeline.expect(number, 10); // a second hint while the first holds is nothing more
     const result = await send(pipeline, number, "reply", 10, "customer");
@@ -380,10 +385,7 @@ describe("a slot reserved ahead (a reply being stored)", () => {
   }, 20_000);
 
   it("a slot gone by before its send came is left unused; the send takes a slot of its own", async () => {
-    const calls: Call[] = [];
-    const { rate, reservations } = counted(postgresSendRate(pool()));
-    const pipeline = createSendPipeline({ graph: fakeGraph(calls, { answerMs: 0 }), rate, maxInFlight: 8 });
-    const number = phone();
+    const { calls, reservations, pipeline, number } = countedPipeline();
     pipeline.expect(number, 10);
     // Longer than a slot may be late (SLOT_LATENESS_MS): that slot is past.
     await new Promise((r) => setTimeout(r, 150));
@@ -423,10 +425,7 @@ describe("a slot reserved ahead (a reply being stored)", () => {
   }, 30_000);
 
   it("a busy lane reserves in batches: hints meanwhile reserve nothing", async () => {
-    const calls: Call[] = [];
-    const { rate, reservations } = counted(postgresSendRate(pool()));
-    const pipeline = createSendPipeline({ graph: fakeGraph(calls, { answerMs: 0 }), rate, maxInFlight: 8 });
-    const number = phone();
+    const { calls, reservations, pipeline, number } = countedPipeline();
     const sends = Array.from({ length: 6 }, (_, i) => send(pipeline, number, `s${i}`, 20, "customer"));
     for (let i = 0; i < 5; i++) pipeline.expect(number, 20);
     await Promise.all(sends);
