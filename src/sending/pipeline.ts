@@ -60,8 +60,9 @@ interface NumberLane {
 }
 
 /**
- * A slot reserved ahead for an idle lane (see expect): taken by the lane's
- * next send within this long of its reservation, or left to pass unused.
+ * A slot reserved ahead for an idle lane (see expect): the lane's next send
+ * takes it unless it is late by then (it then passes unused); a hint finding
+ * one older than EARLY_SLOT_KEPT_MS (its send never came) reserves anew.
  */
 interface EarlySlot {
   slot: Promise<number | undefined>;
