@@ -197,8 +197,9 @@ async function storeMessage(
 ): Promise<(InboundMessageStored & { inserted: boolean }) | "unknown_number" | null> {
   const ownerSql =
     "accountId" in owner
-      ? sql`select ${owner.accountId}::uuid as account_id`
-      : sql`select account_id from ${messagingConfigs} where phone_number_id = ${owner.phoneNumberId}`;
+      ? sql`select ${owner.accountId}::uuid as account_id, null::integer as messages_per_second`
+      : sql`select account_id, messages_per_second from ${messagingConfigs}
+             where phone_number_id = ${owner.phoneNumberId}`;
   const accountId = sql`(select account_id from owner)`;
   const createdAt = nextMessageTime(now());
   // The window runs from Meta's time of the message; our clock only when Meta gave none.
@@ -216,6 +217,7 @@ async function storeMessage(
       inserted: boolean;
       consent: ConsentSettings | null;
       campaign_thread: boolean;
+      send_limit: number | null;
     } & RunnerLookRow
   >(
     prepared(sql`
@@ -252,7 +254,8 @@ async function storeMessage(
       on conflict (account_id, message_id) do nothing
       returning id
     )
-    select (select account_id from owner) as account_id, (select id from contact) as contact_id,
+    select (select account_id from owner) as account_id, (select messages_per_second from owner) as send_limit,
+           (select id from contact) as contact_id,
            conversation.id as conversation_id, conversation.has_inbound,
            conversation.customer_message_at,
            coalesce((select id from message),
@@ -279,6 +282,7 @@ async function storeMessage(
     messageType: message.type,
     text: message.text,
     phoneNumberId: change.phoneNumberId,
+    sendLimit: row.send_limit,
     customerMessageAt: row.customer_message_at === null ? null : new Date(row.customer_message_at),
     look: toRunnerLook(row),
     consent: row.consent ?? null,

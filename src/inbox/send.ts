@@ -31,34 +31,52 @@ export interface SendJob {
  */
 export async function insertPendingMessage(
   tx: DbOrTx,
-  input: {
-    accountId: string;
-    conversationId: string;
-    userId: string | null;
-    sender: "agent" | "bot";
-    text: string;
-    outbound?: OutboundMessage;
-    now: Date;
-    /** The row's id, when the caller needs it first (a media file is stored under it). */
-    id?: string;
-    /** Media metadata of the message (`media` on the API). */
-    media?: Record<string, unknown>;
-    sendJob?: SendJob;
-    /**
-     * Instead of a send job: the message is stored claimed for a send by this
-     * instance (`send_started_at`) with its settle job (see sending/outbound.ts),
-     * and the statement also answers the account's channel (`channel`).
-     */
-    claim?: ClaimedSendJob;
-  },
+  input: PendingMessageInput,
 ): Promise<typeof messages.$inferSelect & { channel?: ClaimChannel }> {
+  const parts = pendingMessageParts(input);
+  const { rows } = await tx.execute<Record<string, unknown>>(
+    prepared(sql`with ${parts.ctes} select ${parts.columns} from ${parts.from}`),
+  );
+  const row = rows[0];
+  if (!row) throw new Error("The message was not stored");
+  return parts.read(row);
+}
+
+/** What insertPendingMessage stores. */
+export interface PendingMessageInput {
+  accountId: string;
+  conversationId: string;
+  userId: string | null;
+  sender: "agent" | "bot";
+  text: string;
+  outbound?: OutboundMessage;
+  now: Date;
+  /** The row's id, when the caller needs it first (a media file is stored under it). */
+  id?: string;
+  /** Media metadata of the message (`media` on the API). */
+  media?: Record<string, unknown>;
+  sendJob?: SendJob;
+  /**
+   * Instead of a send job: the message is stored claimed for a send by this
+   * instance (`send_started_at`) with its settle job (see sending/outbound.ts),
+   * and the statement also answers the account's channel (`channel`).
+   */
+  claim?: ClaimedSendJob;
+}
+
+/**
+ * insertPendingMessage's statement in parts, for a caller that writes it
+ * together with its own (the runner's run write, see RunWrites.alongside):
+ * `with ${ctes} select ${columns} from ${from}` is the statement, and `read`
+ * turns its row into the stored message. Its CTEs are named `message` and
+ * `conversation`.
+ */
+export function pendingMessageParts(input: PendingMessageInput) {
   const at = nextMessageTime(input.now);
   const createdAt = at.toISOString();
   const { outbound, sendJob, claim } = input;
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
-  const { rows } = await tx.execute<Record<string, unknown>>(
-    prepared(sql`
-    with message as (
+  const ctes = sql`message as (
       insert into ${messages} (id, account_id, conversation_id, direction, sender_type, sender_user_id, type,
                                text, payload, media, status, created_at, updated_at${claim ? sql`, send_started_at` : sql``})
       values (coalesce(${input.id ?? null}::uuid, gen_random_uuid()), ${input.accountId}::uuid,
@@ -69,46 +87,46 @@ export async function insertPendingMessage(
                 claim ? sql`, ${input.now.toISOString()}::timestamptz` : sql``
               })
       returning *
-    ), conversation as (${touchConversationSql(input.conversationId, at, sql`exists (select 1 from message)`)})
-    select message.*${
-      sendJob
-        ? sql`, ${addJobSql(
-            sendJob.task,
-            sql`(jsonb_build_object('messageId', message.id) || ${json(sendJob.payload)}::jsonb)::json`,
-            { queueName: sendJob.queueName, maxAttempts: sendJob.maxAttempts },
-          )} is not null as queued`
-        : sql``
-    }${
-      claim
-        ? sql`, ${addJobSql(
-            claim.task,
-            sql`(jsonb_build_object('messageId', message.id) || ${json(claim.payload)}::jsonb)::json`,
-            {
-              runAt: claim.runAt,
-              jobKey: sql`${claim.jobKeyPrefix}::text || message.id::text`,
-              maxAttempts: claim.maxAttempts,
-            },
-          )} is not null as settled,
+    ), conversation as (${touchConversationSql(input.conversationId, at, sql`exists (select 1 from message)`)})`;
+  const columns = sql`message.*${
+    sendJob
+      ? sql`, ${addJobSql(
+          sendJob.task,
+          sql`(jsonb_build_object('messageId', message.id) || ${json(sendJob.payload)}::jsonb)::json`,
+          { queueName: sendJob.queueName, maxAttempts: sendJob.maxAttempts },
+        )} is not null as queued`
+      : sql``
+  }${
+    claim
+      ? sql`, ${addJobSql(
+          claim.task,
+          sql`(jsonb_build_object('messageId', message.id) || ${json(claim.payload)}::jsonb)::json`,
+          {
+            runAt: claim.runAt,
+            jobKey: sql`${claim.jobKeyPrefix}::text || message.id::text`,
+            maxAttempts: claim.maxAttempts,
+          },
+        )} is not null as settled,
           mc.phone_number_id as channel_phone_number_id, mc.access_token as channel_access_token,
           mc.messages_per_second as channel_limit`
-        : sql``
-    }
-      from message${
-        claim ? sql` left join ${messagingConfigs} mc on mc.account_id = ${input.accountId}::uuid` : sql``
-      }`),
-  );
-  const row = rows[0];
-  if (!row) throw new Error("The message was not stored");
-  const stored = tableRow(messages, row);
-  if (!claim) return stored;
-  return {
-    ...stored,
-    channel: {
-      phoneNumberId: (row.channel_phone_number_id as string | null) ?? null,
-      accessToken: (row.channel_access_token as string | null) ?? null,
-      limit: (row.channel_limit as number | null) ?? null,
-    },
+      : sql``
+  }`;
+  const from = sql`message${
+    claim ? sql` left join ${messagingConfigs} mc on mc.account_id = ${input.accountId}::uuid` : sql``
+  }`;
+  const read = (row: Record<string, unknown>): typeof messages.$inferSelect & { channel?: ClaimChannel } => {
+    const stored = tableRow(messages, row);
+    if (!claim) return stored;
+    return {
+      ...stored,
+      channel: {
+        phoneNumberId: (row.channel_phone_number_id as string | null) ?? null,
+        accessToken: (row.channel_access_token as string | null) ?? null,
+        limit: (row.channel_limit as number | null) ?? null,
+      },
+    };
   };
+  return { ctes, columns, from, read };
 }
 
 /** The settle job of a message stored claimed (insertPendingMessage's `claim`). */

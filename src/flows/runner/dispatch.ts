@@ -294,7 +294,11 @@ async function offer(
 function inboundFacts(event: InboundMessageStored): RunContext["inbound"] {
   return event.customerMessageAt === undefined
     ? undefined
-    : { customerMessageAt: event.customerMessageAt, phoneNumberId: event.phoneNumberId };
+    : {
+        customerMessageAt: event.customerMessageAt,
+        phoneNumberId: event.phoneNumberId,
+        sendLimit: event.sendLimit,
+      };
 }
 
 /**

@@ -22,7 +22,7 @@ import type { NodeRuntime } from "../node-types/types.js";
 import { resolveFallbackPolicy } from "../triggers.js";
 import { buildNodeMessage, replyChoices } from "./outbound.js";
 import { type ContactFacts, renderText } from "./rules.js";
-import { queueBotMessage, scheduleResume } from "./send.js";
+import { deferBotMessage, queueBotMessage, scheduleResume } from "./send.js";
 import {
   onCommit,
   type RunEventType,
@@ -67,9 +67,10 @@ export interface RunContext {
   replyTo?: string | null;
   /**
    * What the customer message behind this advance told about its conversation
-   * (so it is not read again): the window's start and the number written to.
+   * (so it is not read again): the window's start, the number written to and
+   * its send rate (messages_per_second).
    */
-  inbound?: { customerMessageAt: Date | null; phoneNumberId?: string };
+  inbound?: { customerMessageAt: Date | null; phoneNumberId?: string; sendLimit?: number | null };
   /** The flow's nodes by key, read once per advance (see loadNode). */
   nodes?: Map<string, LoadedNode>;
 }
@@ -297,12 +298,12 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     return false;
   }
   // In the contact's transaction (as every advance is, but for a savepoint's): the message is
-  // stored claimed, and handed to this instance's send pipeline once the advance commits; no send
-  // job goes through the queue. A crash before Meta answers leaves its settle job (section 10).
-  const inline = takesCommitHooks(ctx.db);
+  // stored claimed, with the advance's run write (one statement), and handed to this instance's
+  // send pipeline once the advance commits; no send job goes through the queue. A crash before
+  // Meta answers leaves its settle job (section 10).
   const readMessageId = ctx.replyTo ?? null;
   const steps = ctx.steps;
-  const queued = await queueBotMessage(ctx.db, {
+  const input = {
     run: ctx.run,
     contact: ctx.contact,
     message,
@@ -310,39 +311,53 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     now: ctx.deps.now(),
     readMessageId,
     phoneNumberId: ctx.inbound?.phoneNumberId,
-    ...(inline ? { claimedSettleAt: ctx.deps.claimedSends.settleDueAt() } : {}),
-  });
+  };
+  const queued = takesCommitHooks(ctx.db)
+    ? await deferBotMessage(ctx.db, { ...input, claimedSettleAt: ctx.deps.claimedSends.settleDueAt() })
+    : await queueBotMessage(ctx.db, input);
   if (!queued.ok) {
     failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
   }
-  if (inline && queued.channel) {
-    const { channel, messageId } = queued;
-    // Its number's slot is reserved while the advance commits (nothing is sent before the commit).
-    if (channel.phoneNumberId && channel.limit) ctx.deps.sends.expect(channel.phoneNumberId, channel.limit);
-    const sent = message;
-    onCommit(ctx.db, () =>
-      ctx.deps.claimedSends.send(
-        { messageId, runId: ctx.run.id, steps, ...(readMessageId ? { readMessageId } : {}) },
-        {
-          accountId: ctx.run.accountId,
-          type: sent.outbound.type,
-          text: sent.text,
-          payload: sent.outbound,
-          contactId: ctx.contact.id,
-          phone: ctx.contact.phone,
-          waId: ctx.contact.waId,
-          // The run as the advance left it (committed): still waiting for this message, or ended.
-          runStatus: ctx.run.status,
-          awaiting: ctx.run.awaitingMessageId,
-          phoneNumberId: channel.phoneNumberId,
-          accessToken: channel.accessToken,
-          limit: channel.limit,
-          campaignId: null,
-          firstTry: true,
-        },
-      ),
-    );
+  if ("parts" in queued) {
+    // Its number's slot is reserved while the advance writes and commits (nothing is sent before
+    // the commit): now when the customer's message told the number's rate, else once it is read.
+    const { parts, messageId } = queued;
+    const { phoneNumberId, sendLimit } = ctx.inbound ?? {};
+    const hinted = Boolean(phoneNumberId && sendLimit);
+    if (phoneNumberId && sendLimit) ctx.deps.sends.expect(phoneNumberId, sendLimit);
+    ctx.writes.alongside = {
+      ...parts,
+      read: (row) => {
+        const { channel } = parts.read(row);
+        if (!channel) return;
+        if (!hinted && channel.phoneNumberId && channel.limit)
+          ctx.deps.sends.expect(channel.phoneNumberId, channel.limit);
+        const sent = message;
+        onCommit(ctx.db, () =>
+          ctx.deps.claimedSends.send(
+            { messageId, runId: ctx.run.id, steps, ...(readMessageId ? { readMessageId } : {}) },
+            {
+              accountId: ctx.run.accountId,
+              type: sent.outbound.type,
+              text: sent.text,
+              payload: sent.outbound,
+              contactId: ctx.contact.id,
+              phone: ctx.contact.phone,
+              waId: ctx.contact.waId,
+              // The run as the advance left it (committed): still waiting for this message, or ended.
+              runStatus: ctx.run.status,
+              awaiting: ctx.run.awaitingMessageId,
+              phoneNumberId: channel.phoneNumberId,
+              accessToken: channel.accessToken,
+              limit: channel.limit,
+              campaignId: null,
+              firstTry: true,
+            },
+          ),
+        );
+      },
+    };
   }
   ctx.replyTo = null;
   patchRun(ctx, { awaitingMessageId: queued.messageId, questionSentAt: null });
@@ -653,6 +668,7 @@ export async function guardRun<T>(ctx: RunContext, work: () => Promise<T>): Prom
   } catch (error) {
     if (error instanceof RunGone) return "run_gone";
     failRun(ctx, "internal_error", "The run stopped on an internal error", ctx.run.currentNodeKey);
+    ctx.writes.alongside = undefined;
     await writeRun(ctx.db, ctx.run.id, ctx.writes).catch(() => undefined);
     throw error;
   }

@@ -44,6 +44,8 @@ export interface InboundMessageStored {
   text: string | null;
   /** The number it was sent to, and the conversation's window start as storing it left it (when known). */
   phoneNumberId?: string;
+  /** The number's send rate (messages_per_second), when storing read it. */
+  sendLimit?: number | null;
   customerMessageAt?: Date | null;
   /** The runner's look before the contact's lock, taken while storing (see RunnerLook). */
   look?: RunnerLook;

@@ -1,7 +1,13 @@
+import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import type { DbOrTx } from "../../db/client.js";
 import { messagingConfigs } from "../../db/schema/index.js";
-import { type ClaimChannel, insertPendingMessage } from "../../inbox/send.js";
+import {
+  type ClaimChannel,
+  insertPendingMessage,
+  type PendingMessageInput,
+  pendingMessageParts,
+} from "../../inbox/send.js";
 import { addJob } from "../../queue/add.js";
 import { customerQueue } from "../../queue/names.js";
 import { SEND_BOT_MESSAGE_TASK, SETTLE_SEND_TASK } from "../../queue/tasks.js";
@@ -29,30 +35,63 @@ type Queued =
   | { ok: true; messageId: string; channel?: ClaimChannel }
   | { ok: false; reason: string; message: string };
 
+/** A claimed bot message whose insert goes with the advance's run write (see RunWrites.alongside). */
+export type DeferredBotMessage = {
+  ok: true;
+  messageId: string;
+  parts: ReturnType<typeof pendingMessageParts>;
+};
+
 /**
  * Stores a bot message `pending` and adds its send job, both in the advance's
  * transaction: the message exists exactly when its job does. The job runs on
  * the customer's queue, after whatever of theirs is already waiting there.
  */
-export async function queueBotMessage(
+export async function queueBotMessage(db: DbOrTx, input: BotMessageInput): Promise<Queued> {
+  const prepared = await botMessage(db, input);
+  if (!prepared.ok) return prepared;
+  const row = await insertPendingMessage(db, prepared.input);
+  return { ok: true, messageId: row.id, channel: row.channel };
+}
+
+/**
+ * queueBotMessage's checks, with the message claimed (`claimedSettleAt` is
+ * required) and not yet written: its statement's parts, for the advance's run
+ * write to carry (one round trip less). The message's id is chosen here.
+ */
+export async function deferBotMessage(
   db: DbOrTx,
-  input: {
-    run: RunRow;
-    contact: { phone: string | null; waId: string };
-    message: BuiltMessage;
-    steps: number;
-    now: Date;
-    readMessageId: string | null;
-    /** The channel's number, when the caller knows it already. */
-    phoneNumberId?: string;
-    /**
-     * Store the message claimed for a send by this instance, handed to its send
-     * pipeline once the advance commits (see sending/outbound.ts, sendClaimed),
-     * with its settle job due then instead of a send job.
-     */
-    claimedSettleAt?: Date;
-  },
-): Promise<Queued> {
+  input: BotMessageInput & { claimedSettleAt: Date },
+): Promise<DeferredBotMessage | Exclude<Queued, { ok: true }>> {
+  const id = randomUUID();
+  const prepared = await botMessage(db, input, id);
+  if (!prepared.ok) return prepared;
+  return { ok: true, messageId: id, parts: pendingMessageParts(prepared.input) };
+}
+
+interface BotMessageInput {
+  run: RunRow;
+  contact: { phone: string | null; waId: string };
+  message: BuiltMessage;
+  steps: number;
+  now: Date;
+  readMessageId: string | null;
+  /** The channel's number, when the caller knows it already. */
+  phoneNumberId?: string;
+  /**
+   * Store the message claimed for a send by this instance, handed to its send
+   * pipeline once the advance commits (see sending/outbound.ts, sendClaimed),
+   * with its settle job due then instead of a send job.
+   */
+  claimedSettleAt?: Date;
+}
+
+/** What insertPendingMessage is given for a bot message, or why none can be queued. */
+async function botMessage(
+  db: DbOrTx,
+  input: BotMessageInput,
+  id?: string,
+): Promise<{ ok: true; input: PendingMessageInput } | Exclude<Queued, { ok: true }>> {
   const { run } = input;
   if (!run.conversationId) {
     return { ok: false, reason: "send_failed", message: "The run has no conversation to write to" };
@@ -78,34 +117,37 @@ export async function queueBotMessage(
     steps: input.steps,
     ...(input.readMessageId ? { readMessageId: input.readMessageId } : {}),
   };
-  const row = await insertPendingMessage(db, {
-    accountId: run.accountId,
-    conversationId: run.conversationId,
-    userId: null,
-    sender: "bot",
-    text: input.message.text,
-    outbound: input.message.outbound,
-    now: input.now,
-    ...(input.claimedSettleAt
-      ? {
-          claim: {
-            task: SETTLE_SEND_TASK,
-            payload,
-            runAt: input.claimedSettleAt,
-            jobKeyPrefix: SETTLE_KEY_PREFIX,
-            maxAttempts: 5,
-          },
-        }
-      : {
-          sendJob: {
-            task: SEND_BOT_MESSAGE_TASK,
-            payload,
-            queueName: customerQueue(config.phoneNumberId, input.contact.waId),
-            maxAttempts: 3,
-          },
-        }),
-  });
-  return { ok: true, messageId: row.id, channel: row.channel };
+  return {
+    ok: true,
+    input: {
+      ...(id ? { id } : {}),
+      accountId: run.accountId,
+      conversationId: run.conversationId,
+      userId: null,
+      sender: "bot",
+      text: input.message.text,
+      outbound: input.message.outbound,
+      now: input.now,
+      ...(input.claimedSettleAt
+        ? {
+            claim: {
+              task: SETTLE_SEND_TASK,
+              payload,
+              runAt: input.claimedSettleAt,
+              jobKeyPrefix: SETTLE_KEY_PREFIX,
+              maxAttempts: 5,
+            },
+          }
+        : {
+            sendJob: {
+              task: SEND_BOT_MESSAGE_TASK,
+              payload,
+              queueName: customerQueue(config.phoneNumberId, input.contact.waId),
+              maxAttempts: 3,
+            },
+          }),
+    },
+  };
 }
 
 /** Schedules the end of a `wait` node: once, on whichever instance is free then. */

@@ -70,6 +70,22 @@ export interface RunWrites {
   receipt?: { messageId: string; outcome: string };
   /** The advance started the run: one more execution of its flow (see flowExecutionCounts). */
   countStart?: boolean;
+  /** Another write that goes in the same statement (a bot message, see AlongsideWrite). */
+  alongside?: AlongsideWrite;
+}
+
+/**
+ * A write that an advance leaves for its run write, to save a round trip:
+ * `with ${ctes}` and `select ${columns} from ${from}` of a statement whose CTE
+ * names are not the run write's own (run, events, receipt, counted), written
+ * before them and returning one row, which `read` gets (before any RunGone).
+ * It is written whatever becomes of the run, as it would be on its own.
+ */
+export interface AlongsideWrite {
+  ctes: SQL;
+  columns: SQL;
+  from: SQL;
+  read: (row: Record<string, unknown>) => void;
 }
 
 export const noRunWrites = (): RunWrites => ({ patch: {}, events: [] });
@@ -100,15 +116,16 @@ function patchValue(key: keyof RunPatch, value: unknown) {
  * Writes an advance's changes and events in one statement, the run's still
  * `active` row being the condition for all of it, with the message's receipt
  * and the flow's execution count when the advance has them (the counter row,
- * locked until the commit, is taken last); RunGone when the run is no longer
- * active (only possible for a run the advance did not lock). Clears `writes`.
+ * locked until the commit, is taken last), and the write left `alongside`
+ * (its own condition); RunGone when the run is no longer active (only
+ * possible for a run the advance did not lock). Clears `writes`.
  */
 export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Promise<void> {
   const keys = (Object.keys(writes.patch) as Array<keyof RunPatch>).filter(
     (key) => writes.patch[key] !== undefined,
   );
-  const { receipt, countStart } = writes;
-  if (keys.length === 0 && writes.events.length === 0 && !receipt && !countStart) return;
+  const { receipt, countStart, alongside } = writes;
+  if (keys.length === 0 && writes.events.length === 0 && !receipt && !countStart && !alongside) return;
   const target = keys.length
     ? sql`update flow_runs set ${sql.join(
         keys.map((key) => sql`${sql.raw(PATCH_COLUMNS[key])} = ${patchValue(key, writes.patch[key])}`),
@@ -123,9 +140,9 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
       at: e.at.toISOString(),
     })),
   );
-  const { rows } = await db.execute<{ n: number }>(
+  const { rows } = await db.execute<{ n: number } & Record<string, unknown>>(
     prepared(sql`
-    with run as (${target}),
+    with ${alongside ? sql`${alongside.ctes}, ` : sql``}run as (${target}),
     events as (
       insert into flow_run_events (run_id, flow_id, event_type, node_key, payload, created_at)
       select run.id, run.flow_id, e.type, e.node_key, e.payload, e.at
@@ -151,12 +168,22 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
       returning 1)`
           : sql``
       }
-    select count(*)::int as n from run`),
+    ${
+      alongside
+        ? sql`select (select count(*)::int from run) as n, ${alongside.columns} from ${alongside.from}`
+        : sql`select count(*)::int as n from run`
+    }`),
   );
   writes.patch = {};
   writes.events = [];
   writes.receipt = undefined;
   writes.countStart = undefined;
+  writes.alongside = undefined;
+  if (alongside) {
+    const row = rows[0];
+    if (!row) throw new Error("The write that went with the run's returned nothing");
+    alongside.read(row);
+  }
   if ((rows[0]?.n ?? 0) === 0) throw new RunGone();
 }
 
