@@ -1,4 +1,5 @@
-import { and, eq, getTableColumns, sql } from "drizzle-orm";
+import { randomUUID } from "node:crypto";
+import { and, eq, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
 import { optedOutError } from "../../contacts/contacts.js";
@@ -10,6 +11,7 @@ import {
   contacts,
   conversations,
   flowMessageReceipts,
+  flowNodes,
   flowRuns,
   flows,
   messages,
@@ -33,6 +35,7 @@ import {
 } from "./engine.js";
 import type { InboundMessageStored } from "./look.js";
 import { type RunnerLook, type RunnerLookRow, runnerLookColumns, toRunnerLook } from "./look.js";
+import { cachedNodes, keepNodes } from "./nodes-cache.js";
 import { matchesKeyword, readKeywordTrigger } from "./rules.js";
 import {
   findActiveRun,
@@ -140,6 +143,8 @@ interface Taken {
   paused: boolean;
   /** When the contact has no run: the account's active flows, oldest first. */
   activeFlows: FlowRow[];
+  /** Their rows' versions (`xmin`), by flow id: the key of their nodes kept (nodes-cache.ts). */
+  flowVersions: Record<string, string>;
 }
 
 /**
@@ -177,6 +182,7 @@ async function takeMessage(
     run_id: string | null;
     paused: boolean | null;
     flows: Record<string, unknown>[] | null;
+    flow_versions: Record<string, string> | null;
   }>(
     prepared(sql`
     with message as (
@@ -200,7 +206,10 @@ async function takeMessage(
               from ${conversations} v where v.id = ${event.conversationId}) as paused,
            case when not exists (select 1 from run) then
              (select coalesce(json_agg(f order by f.created_at, f.id), '[]'::json) from ${flows} f
-               where f.account_id = ${event.accountId} and f.status = 'active') end as flows
+               where f.account_id = ${event.accountId} and f.status = 'active') end as flows,
+           case when not exists (select 1 from run) then
+             (select json_object_agg(f.id, f.xmin::text) from ${flows} f
+               where f.account_id = ${event.accountId} and f.status = 'active') end as flow_versions
       from message m`),
   );
   const row = rows[0];
@@ -228,6 +237,7 @@ async function takeMessage(
     runId: row.run_id,
     paused: row.paused === true,
     activeFlows: (row.flows ?? []).map((flow) => tableRow(flows, flow)),
+    flowVersions: row.flow_versions ?? {},
   };
 }
 
@@ -238,7 +248,7 @@ async function offer(
   taken: Taken,
   seenRunId: string | null,
 ): Promise<{ outcome: DispatchOutcome; runId: string | null; receiptWritten?: boolean }> {
-  const { message, contact, paused, activeFlows } = taken;
+  const { message, contact, paused, activeFlows, flowVersions } = taken;
   const active = taken.runId ? await findActiveRun(db, event.accountId, event.contactId) : null;
   if (active) {
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
@@ -276,6 +286,7 @@ async function offer(
     if (outsideHoursOnly(flow.triggerConfig) && (await isOpen())) continue;
     const started = await startRun(db, deps, {
       flow,
+      flowVersion: flowVersions[flow.id],
       contact,
       conversationId: event.conversationId,
       trigger: { trigger: flow.triggerType, message_id: message.id },
@@ -283,9 +294,7 @@ async function offer(
       inbound: inboundFacts(event),
       receiptOf: message.id,
     });
-    if (started.kind === "flow_gone") continue;
-    if (started.kind === "busy") return { outcome: "lost_race", runId: null };
-    return { outcome: "started", runId: started.run.id, receiptWritten: true };
+    return { outcome: "started", runId: started.id, receiptWritten: true };
   }
   return { outcome: "no_trigger", runId: null };
 }
@@ -393,19 +402,23 @@ export async function lockRunContext(
   };
 }
 
-type StartResult = { kind: "started"; run: RunRow } | { kind: "busy" } | { kind: "flow_gone" };
-
 /**
- * Inserts the contact's run (the partial unique index refuses a second active
- * one) and walks from the entry node; the walk's write counts the execution
- * and, for a run a message started, gives the message's receipt the outcome
- * `started`. Call it holding the contact's lock.
+ * Starts the contact's run of the flow and walks from the entry node. The run
+ * is new to this advance: it is inserted by the advance's run write, with what
+ * the walk made of it (one statement, one `flow_run.updated` event), together
+ * with its events, the execution count and, for a run a message started, the
+ * message's receipt (outcome `started`). Call it holding the contact's lock,
+ * having seen no active run under it: the partial unique index refusing a
+ * second active run then fails the whole advance (RunBusy), which nothing but
+ * a writer outside the lock could cause.
  */
 async function startRun(
   db: DbOrTx,
   deps: RunnerDeps,
   input: {
     flow: FlowRow;
+    /** The flow row's version read under the lock (its nodes may be kept, see nodes-cache.ts). */
+    flowVersion?: string;
     contact: RunContext["contact"];
     conversationId: string;
     trigger: Record<string, unknown>;
@@ -414,43 +427,46 @@ async function startRun(
     /** The customer message that started the run (its receipt is written with the run). */
     receiptOf?: string;
   },
-): Promise<StartResult> {
-  const { contact } = input;
+): Promise<RunRow> {
+  const { contact, flow, flowVersion } = input;
   const now = deps.now();
-  let inserted: (RunRow & { nodes: Parameters<typeof nodeMap>[0] }) | undefined;
-  try {
-    [inserted] = await db
-      .insert(flowRuns)
-      .values({
-        flowId: input.flow.id,
-        accountId: input.flow.accountId,
-        contactId: contact.id,
-        conversationId: input.conversationId,
-        status: "active",
-        currentNodeKey: input.flow.entryNodeId,
-        startedAt: now,
-        lastActivityAt: now,
-      })
-      .onConflictDoNothing()
-      // With the flow's nodes, which the walk reads at once (one statement less).
-      // (Qualified by hand: drizzle writes RETURNING's columns unqualified, which the subquery's
-      // own flow_nodes.flow_id would take.)
-      .returning({ ...getTableColumns(flowRuns), nodes: nodesJsonSql(sql`"flow_runs"."flow_id"`) });
-  } catch (error) {
-    // The flow was deleted between reading it and inserting its run.
-    if (pgErrorCode(error) === "23503") return { kind: "flow_gone" };
-    throw error;
+  const run: RunRow = {
+    id: randomUUID(),
+    flowId: flow.id,
+    accountId: flow.accountId,
+    contactId: contact.id,
+    conversationId: input.conversationId,
+    status: "active",
+    currentNodeKey: flow.entryNodeId,
+    vars: {},
+    repromptCount: 0,
+    endReason: null,
+    awaitingMessageId: null,
+    questionSentAt: null,
+    resumeAt: null,
+    startedAt: now,
+    lastActivityAt: now,
+    endedAt: null,
+  };
+  let nodes = flowVersion ? cachedNodes(flow.id, flowVersion) : undefined;
+  if (!nodes) {
+    nodes = nodeMap(
+      await db
+        .select({ nodeKey: flowNodes.nodeKey, nodeType: flowNodes.nodeType, config: flowNodes.config })
+        .from(flowNodes)
+        .where(eq(flowNodes.flowId, flow.id)),
+    );
+    if (flowVersion) keepNodes(flow.id, flowVersion, nodes);
   }
-  if (!inserted) return { kind: "busy" };
-  const { nodes, ...run } = inserted;
 
   const ctx: RunContext = {
     db,
     deps,
-    flow: input.flow,
+    flow,
     run,
-    nodes: nodeMap(nodes),
+    nodes,
     writes: {
+      insert: run,
       patch: {},
       events: [{ type: "started", nodeKey: null, payload: input.trigger, at: now }],
       countStart: true,
@@ -461,8 +477,8 @@ async function startRun(
     replyTo: input.replyTo ?? null,
     inbound: input.inbound,
   };
-  await guardRun(ctx, () => walk(ctx, input.flow.entryNodeId, null));
-  return { kind: "started", run: ctx.run };
+  await guardRun(ctx, () => walk(ctx, flow.entryNodeId, null));
+  return ctx.run;
 }
 
 /**
@@ -505,10 +521,12 @@ export async function startManualRun(
       conversationId: conversation.id,
       trigger: { trigger: "manual", started_by: input.userId },
     });
-    if (started.kind === "busy") throw new ApiError(409, "The contact already has an active flow run");
-    if (started.kind === "flow_gone") throw new ApiError(404, "Not found");
     // The run as stored (its timestamps at the database's precision), as the API shows it.
-    const [stored] = await db.select().from(flowRuns).where(eq(flowRuns.id, started.run.id));
-    return stored ?? started.run;
+    const [stored] = await db.select().from(flowRuns).where(eq(flowRuns.id, started.id));
+    return stored ?? started;
+  }).catch((error: unknown) => {
+    // The flow or the contact was deleted while the run started: its insert found no row to refer to.
+    if (pgErrorCode(error) === "23503") throw new ApiError(404, "Not found");
+    throw error;
   });
 }

@@ -30,6 +30,18 @@ export const RUN_EVENT_TYPES = [
 ] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
+/**
+ * A run this advance started could not be inserted: the contact has an active
+ * run after all (only a writer outside the contact's lock could cause it). It
+ * fails the advance, whose transaction rolls back.
+ */
+export class RunBusy extends Error {
+  constructor() {
+    super("The contact has an active run already");
+    this.name = "RunBusy";
+  }
+}
+
 /** The run was deleted with its flow, or ended by someone else (the timeout sweep). */
 export class RunGone extends Error {
   constructor() {
@@ -64,6 +76,8 @@ export interface PendingRunEvent {
 
 /** What an advance has changed on its run and not yet written. */
 export interface RunWrites {
+  /** The run is new to this advance: inserted by the run write, as the patch leaves it. */
+  insert?: RunRow;
   patch: RunPatch;
   events: PendingRunEvent[];
   /** The customer message that moved the run: its receipt gets the outcome and the run. */
@@ -124,14 +138,17 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
   const keys = (Object.keys(writes.patch) as Array<keyof RunPatch>).filter(
     (key) => writes.patch[key] !== undefined,
   );
-  const { receipt, countStart, alongside } = writes;
-  if (keys.length === 0 && writes.events.length === 0 && !receipt && !countStart && !alongside) return;
-  const target = keys.length
-    ? sql`update flow_runs set ${sql.join(
-        keys.map((key) => sql`${sql.raw(PATCH_COLUMNS[key])} = ${patchValue(key, writes.patch[key])}`),
-        sql`, `,
-      )} where id = ${runId} and status = 'active' returning id, flow_id`
-    : sql`select id, flow_id from flow_runs where id = ${runId} and status = 'active'`;
+  const { receipt, countStart, alongside, insert } = writes;
+  if (!insert && keys.length === 0 && writes.events.length === 0 && !receipt && !countStart && !alongside)
+    return;
+  const target = insert
+    ? insertRunSql({ ...insert, ...Object.fromEntries(keys.map((key) => [key, writes.patch[key]])) })
+    : keys.length
+      ? sql`update flow_runs set ${sql.join(
+          keys.map((key) => sql`${sql.raw(PATCH_COLUMNS[key])} = ${patchValue(key, writes.patch[key])}`),
+          sql`, `,
+        )} where id = ${runId} and status = 'active' returning id, flow_id`
+      : sql`select id, flow_id from flow_runs where id = ${runId} and status = 'active'`;
   const events = JSON.stringify(
     writes.events.map((e) => ({
       type: e.type,
@@ -179,12 +196,28 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
   writes.receipt = undefined;
   writes.countStart = undefined;
   writes.alongside = undefined;
+  writes.insert = undefined;
   if (alongside) {
     const row = rows[0];
     if (!row) throw new Error("The write that went with the run's returned nothing");
     alongside.read(row);
   }
-  if ((rows[0]?.n ?? 0) === 0) throw new RunGone();
+  if ((rows[0]?.n ?? 0) === 0) throw insert ? new RunBusy() : new RunGone();
+}
+
+/** The run's insert, for writeRun's `run` CTE (nothing when the contact has an active run). */
+function insertRunSql(run: RunRow) {
+  const at = (value: Date | null) => (value ? sql`${value.toISOString()}::timestamptz` : sql`null`);
+  return sql`insert into flow_runs (id, flow_id, account_id, contact_id, conversation_id, status, current_node_key,
+                         vars, reprompt_count, end_reason, awaiting_message_id, question_sent_at, resume_at,
+                         started_at, last_activity_at, ended_at)
+    values (${run.id}::uuid, ${run.flowId}::uuid, ${run.accountId}::uuid, ${run.contactId}::uuid, ${run.conversationId}::uuid,
+            ${run.status}::text, ${run.currentNodeKey}::text, ${JSON.stringify(run.vars)}::jsonb,
+            ${run.repromptCount}::integer, ${run.endReason}::text, ${run.awaitingMessageId}::uuid,
+            ${at(run.questionSentAt)}, ${at(run.resumeAt)}, ${at(run.startedAt)}, ${at(run.lastActivityAt)},
+            ${at(run.endedAt)})
+    on conflict do nothing
+    returning id, flow_id`;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   conversationOf,
   createWorld,
   customer,
+  putFlow,
   runFor,
   sentMessages,
   type World,
@@ -16,7 +17,9 @@ import {
  * statement (src/flows/runner/store.ts, RunWrites.alongside), and its
  * number's slot is asked for while that statement and the commit run: at
  * once when the customer's message told the number's rate, else from what
- * the statement read.
+ * the statement read. A run a message starts is inserted by that statement
+ * too, as the walk left it, from its flow's nodes kept between advances by
+ * the version of the flow's row (src/flows/runner/nodes-cache.ts).
  */
 
 let w: World;
@@ -88,5 +91,61 @@ describe("a bot message written with its run", () => {
     const ours = sentEvents.filter((e) => stored.some((m) => (e.data as { id?: string }).id === m.id));
     expect(ours).toHaveLength(2);
     expect(conversation?.lastMessageAt?.getTime()).toBe(stored[1]?.createdAt.getTime());
+  });
+});
+
+describe("a run started by a customer's message", () => {
+  const greeting = (text: string) => [
+    { node_key: "start", node_type: "start", config: { next_node_key: "greet" } },
+    { node_key: "greet", node_type: "send_message", config: { text, next_node_key: "done" } },
+    { node_key: "done", node_type: "end", config: {} },
+  ];
+
+  it("follows every edit of its flow: a PUT between two customers' triggers is what the second gets", async () => {
+    const flowId = await activeFlow(w, {
+      trigger_config: { keywords: ["edited"], match_type: "exact" },
+      nodes: greeting("Old words"),
+    });
+    const first = customer(w, "Ann");
+    await first.text("edited");
+    const second = customer(w, "Bea");
+    await second.text("edited");
+    await putFlow(w, flowId, { entry_node_id: "start", nodes: greeting("New words") });
+    const third = customer(w, "Cy");
+    await third.text("edited");
+    // A PUT that changes only the flow's name changes no node: the texts stay the new ones.
+    await putFlow(w, flowId, { name: "Renamed greeter" });
+    const fourth = customer(w, "Di");
+    await fourth.text("edited");
+
+    await vi.waitFor(() => expect(sentMessages(w, fourth.waId)).toHaveLength(1), { timeout: 5000 });
+    const texts = [first, second, third, fourth].map((who) => sentMessages(w, who.waId)[0]?.text?.body);
+    expect(texts).toEqual(["Old words", "Old words", "New words", "New words"]);
+  });
+
+  it("is shown once in the account's events, as its first advance left it", async () => {
+    const flowId = await activeFlow(w, {
+      trigger_config: { keywords: ["once"], match_type: "exact" },
+      nodes: greeting("Hello once"),
+    });
+    const eve = customer(w, "Eve");
+    await eve.text("once");
+    await vi.waitFor(async () => expect((await runFor(w, flowId, eve)).run.status).toBe("completed"), {
+      timeout: 5000,
+    });
+    const { run } = await runFor(w, flowId, eve);
+    const updates = await w.t.database.db
+      .select()
+      .from(accountEvents)
+      .where(and(eq(accountEvents.accountId, w.accountId), eq(accountEvents.type, "flow_run.updated")))
+      .orderBy(accountEvents.seq);
+    const ours = updates
+      .filter((e) => (e.data as { id?: string }).id === run.id)
+      .map((e) => e.data as { status: string; current_node_key: string });
+    // The trigger's advance (waiting for its message to go out), then the send's (to the end).
+    expect(ours.map((e) => [e.status, e.current_node_key])).toEqual([
+      ["active", "greet"],
+      ["completed", "done"],
+    ]);
   });
 });
