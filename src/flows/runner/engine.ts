@@ -15,6 +15,7 @@ import {
 import type { AppDeps } from "../../deps.js";
 import { ApiError } from "../../http/errors.js";
 import { isUuid } from "../../http/ids.js";
+import type { ClaimChannel } from "../../inbox/send.js";
 import { isWindowOpen } from "../../inbox/window.js";
 import { prepareTemplateSend } from "../../templates/service.js";
 import { nodeModule, waitsForAnswer } from "../node-types/index.js";
@@ -312,52 +313,67 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
     readMessageId,
     phoneNumberId: ctx.inbound?.phoneNumberId,
   };
-  const queued = takesCommitHooks(ctx.db)
-    ? await deferBotMessage(ctx.db, { ...input, claimedSettleAt: ctx.deps.claimedSends.settleDueAt() })
-    : await queueBotMessage(ctx.db, input);
+  // (One message a statement: an advance sends one before it stops, but should it send another,
+  // that one is stored at once.)
+  const inline = takesCommitHooks(ctx.db);
+  const deferred = inline && !ctx.writes.alongside;
+  const claimedSettleAt = ctx.deps.claimedSends.settleDueAt();
+  const queued = deferred
+    ? await deferBotMessage(ctx.db, { ...input, claimedSettleAt })
+    : await queueBotMessage(ctx.db, inline ? { ...input, claimedSettleAt } : input);
   if (!queued.ok) {
     failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;
   }
+  /** Once the message is stored claimed: its slot asked for, and its send once the advance commits. */
+  const handOver = (channel: ClaimChannel, hinted: boolean) => {
+    if (!hinted && channel.phoneNumberId && channel.limit)
+      ctx.deps.sends.expect(channel.phoneNumberId, channel.limit);
+    const sent = message;
+    onCommit(ctx.db, () =>
+      ctx.deps.claimedSends.send(
+        {
+          messageId: queued.messageId,
+          runId: ctx.run.id,
+          steps,
+          ...(readMessageId ? { readMessageId } : {}),
+        },
+        {
+          accountId: ctx.run.accountId,
+          type: sent.outbound.type,
+          text: sent.text,
+          payload: sent.outbound,
+          contactId: ctx.contact.id,
+          phone: ctx.contact.phone,
+          waId: ctx.contact.waId,
+          // The run as the advance left it (committed): still waiting for this message, or ended.
+          runStatus: ctx.run.status,
+          awaiting: ctx.run.awaitingMessageId,
+          phoneNumberId: channel.phoneNumberId,
+          accessToken: channel.accessToken,
+          limit: channel.limit,
+          campaignId: null,
+          firstTry: true,
+        },
+      ),
+    );
+  };
   if ("parts" in queued) {
     // Its number's slot is reserved while the advance writes and commits (nothing is sent before
     // the commit): now when the customer's message told the number's rate, else once it is read.
-    const { parts, messageId } = queued;
+    const { parts } = queued;
     const { phoneNumberId, sendLimit } = ctx.inbound ?? {};
-    const hinted = Boolean(phoneNumberId && sendLimit);
     if (phoneNumberId && sendLimit) ctx.deps.sends.expect(phoneNumberId, sendLimit);
+    const hinted = Boolean(phoneNumberId && sendLimit);
     ctx.writes.alongside = {
       ...parts,
       read: (row) => {
         const { channel } = parts.read(row);
-        if (!channel) return;
-        if (!hinted && channel.phoneNumberId && channel.limit)
-          ctx.deps.sends.expect(channel.phoneNumberId, channel.limit);
-        const sent = message;
-        onCommit(ctx.db, () =>
-          ctx.deps.claimedSends.send(
-            { messageId, runId: ctx.run.id, steps, ...(readMessageId ? { readMessageId } : {}) },
-            {
-              accountId: ctx.run.accountId,
-              type: sent.outbound.type,
-              text: sent.text,
-              payload: sent.outbound,
-              contactId: ctx.contact.id,
-              phone: ctx.contact.phone,
-              waId: ctx.contact.waId,
-              // The run as the advance left it (committed): still waiting for this message, or ended.
-              runStatus: ctx.run.status,
-              awaiting: ctx.run.awaitingMessageId,
-              phoneNumberId: channel.phoneNumberId,
-              accessToken: channel.accessToken,
-              limit: channel.limit,
-              campaignId: null,
-              firstTry: true,
-            },
-          ),
-        );
+        if (channel) handOver(channel, hinted);
       },
     };
+  } else if (inline && queued.channel) {
+    handOver(queued.channel, false);
   }
   ctx.replyTo = null;
   patchRun(ctx, { awaitingMessageId: queued.messageId, questionSentAt: null });
