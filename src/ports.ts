@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import type { SendPayload } from "./queue/tasks.js";
+import type { SendPayload, SendPriority } from "./queue/tasks.js";
 import type { OutboundMessage, SentMessage } from "./upstream/graph.js";
 
 /**
@@ -84,8 +84,7 @@ export interface TokenCipher {
   keyedHash(value: string): string;
 }
 
-/** Per number, customer-facing sends take every slot before campaign sends. */
-export type SendPriority = "customer" | "campaign";
+export type { SendPriority };
 
 export interface QueuedSend {
   /** Our message id, sent as Meta's `biz_opaque_callback_data` (null for a reaction). */

@@ -1,5 +1,3 @@
-import type { SendPriority } from "../ports.js";
-
 /**
  * Every kind of background job: its name and the payload it carries, declared
  * once here into graphile-worker's own `GraphileWorker.Tasks` registry. So
@@ -9,6 +7,9 @@ import type { SendPriority } from "../ports.js";
  * objects. The worker runs each by the adapter of the same name
  * (src/jobs/tasks/index.ts); a name without an adapter is a type error there.
  */
+
+/** Per number, customer-facing sends take every slot before campaign sends. */
+export type SendPriority = "customer" | "campaign";
 
 /** A message's send or settle job (src/sending/outbound.ts). */
 export interface SendPayload {

@@ -100,12 +100,12 @@ describe("a run started by a customer's message", () => {
     { node_key: "greet", node_type: "send_message", config: { text, next_node_key: "done" } },
     { node_key: "done", node_type: "end", config: {} },
   ];
+  /** An active flow that a keyword starts and that greets with `text`. */
+  const greeter = (keyword: string, text: string) =>
+    activeFlow(w, { trigger_config: { keywords: [keyword], match_type: "exact" }, nodes: greeting(text) });
 
   it("follows every edit of its flow: a PUT between two customers' triggers is what the second gets", async () => {
-    const flowId = await activeFlow(w, {
-      trigger_config: { keywords: ["edited"], match_type: "exact" },
-      nodes: greeting("Old words"),
-    });
+    const flowId = await greeter("edited", "Old words");
     const first = customer(w, "Ann");
     await first.text("edited");
     const second = customer(w, "Bea");
@@ -124,10 +124,7 @@ describe("a run started by a customer's message", () => {
   });
 
   it("is shown once in the account's events, as its first advance left it", async () => {
-    const flowId = await activeFlow(w, {
-      trigger_config: { keywords: ["once"], match_type: "exact" },
-      nodes: greeting("Hello once"),
-    });
+    const flowId = await greeter("once", "Hello once");
     const eve = customer(w, "Eve");
     await eve.text("once");
     await vi.waitFor(async () => expect((await runFor(w, flowId, eve)).run.status).toBe("completed"), {
