@@ -204,13 +204,14 @@ async function takeMessage(
            (select v.automation_state = 'paused'
                    and (v.automation_until is null or v.automation_until > ${now.toISOString()}::timestamptz)
               from ${conversations} v where v.id = ${event.conversationId}) as paused,
-           case when not exists (select 1 from run) then
-             (select coalesce(json_agg(f order by f.created_at, f.id), '[]'::json) from ${flows} f
-               where f.account_id = ${event.accountId} and f.status = 'active') end as flows,
-           case when not exists (select 1 from run) then
-             (select json_object_agg(f.id, f.xmin::text) from ${flows} f
-               where f.account_id = ${event.accountId} and f.status = 'active') end as flow_versions
-      from message m`),
+           active.flows, active.versions as flow_versions
+      from message m
+      -- Only when the contact has no run: the account's active flows, read once with their versions.
+      left join lateral (
+        select json_agg(f order by f.created_at, f.id) as flows, json_object_agg(f.id, f.xmin::text) as versions
+          from ${flows} f
+         where f.account_id = ${event.accountId} and f.status = 'active' and not exists (select 1 from run)
+      ) active on true`),
   );
   const row = rows[0];
   if (!row) return "not_customer_message";

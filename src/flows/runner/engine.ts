@@ -317,10 +317,10 @@ async function sendNode(ctx: RunContext, nodeKey: string, nodeType: string, conf
   // that one is stored at once.)
   const inline = takesCommitHooks(ctx.db);
   const deferred = inline && !ctx.writes.alongside;
-  const claimedSettleAt = ctx.deps.claimedSends.settleDueAt();
-  const queued = deferred
-    ? await deferBotMessage(ctx.db, { ...input, claimedSettleAt })
-    : await queueBotMessage(ctx.db, inline ? { ...input, claimedSettleAt } : input);
+  const claimed = inline ? { ...input, claimedSettleAt: ctx.deps.claimedSends.settleDueAt() } : null;
+  const queued = claimed
+    ? await (deferred ? deferBotMessage(ctx.db, claimed) : queueBotMessage(ctx.db, claimed))
+    : await queueBotMessage(ctx.db, input);
   if (!queued.ok) {
     failRun(ctx, queued.reason, queued.message, nodeKey);
     return false;

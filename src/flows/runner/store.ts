@@ -207,15 +207,15 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
 
 /** The run's insert, for writeRun's `run` CTE (nothing when the contact has an active run). */
 function insertRunSql(run: RunRow) {
-  const at = (value: Date | null) => (value ? sql`${value.toISOString()}::timestamptz` : sql`null`);
+  const value = (key: keyof RunPatch) => patchValue(key, run[key]);
   return sql`insert into flow_runs (id, flow_id, account_id, contact_id, conversation_id, status, current_node_key,
                          vars, reprompt_count, end_reason, awaiting_message_id, question_sent_at, resume_at,
                          started_at, last_activity_at, ended_at)
-    values (${run.id}::uuid, ${run.flowId}::uuid, ${run.accountId}::uuid, ${run.contactId}::uuid, ${run.conversationId}::uuid,
-            ${run.status}::text, ${run.currentNodeKey}::text, ${JSON.stringify(run.vars)}::jsonb,
-            ${run.repromptCount}::integer, ${run.endReason}::text, ${run.awaitingMessageId}::uuid,
-            ${at(run.questionSentAt)}, ${at(run.resumeAt)}, ${at(run.startedAt)}, ${at(run.lastActivityAt)},
-            ${at(run.endedAt)})
+    values (${run.id}::uuid, ${run.flowId}::uuid, ${run.accountId}::uuid, ${run.contactId}::uuid,
+            ${run.conversationId}::uuid, ${value("status")}, ${value("currentNodeKey")}, ${value("vars")},
+            ${value("repromptCount")}, ${value("endReason")}, ${value("awaitingMessageId")},
+            ${value("questionSentAt")}, ${value("resumeAt")}, ${run.startedAt.toISOString()}::timestamptz,
+            ${value("lastActivityAt")}, ${value("endedAt")})
     on conflict do nothing
     returning id, flow_id`;
 }
