@@ -115,11 +115,16 @@ export async function seedAccounts(
   );
   await step(
     "flow nodes",
-    `insert into flow_nodes (flow_id, node_key, node_type, config, position_x, position_y, ordinal, created_at)
-     select ${sqlIds.flow("a", "f")}, 'n' || n, 'send_message',
-            jsonb_build_object('text', 'Step ' || n || ' of the bench flow', 'next_node_key', 'n' || (n + 1)),
-            n * 240, 0, n, now() - make_interval(secs => f)
-     from generate_series($1::int, $2::int) a, generate_series(1, $3::int) f, generate_series(1, $4::int) n`,
+    `insert into flow_graphs (flow_id, nodes)
+     select ${sqlIds.flow("a", "f")}, json_agg(json_build_object(
+              'id', gen_random_uuid(), 'flow_id', ${sqlIds.flow("a", "f")}, 'node_key', 'n' || n,
+              'node_type', 'send_message',
+              'config', json_build_object('text', 'Step ' || n || ' of the bench flow', 'next_node_key', 'n' || (n + 1)),
+              'position_x', n * 240, 'position_y', 0,
+              'created_at', to_char((now() - make_interval(secs => f)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+            order by n)
+     from generate_series($1::int, $2::int) a, generate_series(1, $3::int) f, generate_series(1, $4::int) n
+     group by a, f`,
     [first, last, shape.flows, shape.nodesPerFlow],
   );
   await step(

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { and, asc, desc, eq, getTableColumns, sql } from "drizzle-orm";
+import { and, desc, eq, getTableColumns, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import type { z } from "zod";
-import type { Flow, Node } from "../contracts/flows.js";
+import type { Flow } from "../contracts/flows.js";
 import type { Db, DbOrTx } from "../db/client.js";
 import { inlineTimestamp, jsonColumnsSql } from "../db/json-sql.js";
-import { flowNodes, flows } from "../db/schema/index.js";
+import { flowGraphs, flows, type StoredNode } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
 import { encodeCursor, type Position } from "../http/pagination.js";
@@ -27,7 +27,6 @@ const flowFields = {
   ...getTableColumns(flows),
   executionCount: sql<number>`${sql.raw(executionCountSql('"flows"'))}`,
 };
-type NodeRow = typeof flowNodes.$inferSelect;
 
 /** The one place flow rows become API objects (snake_case on the wire). */
 export function toFlowJson(row: FlowRow): z.infer<typeof Flow> {
@@ -48,21 +47,27 @@ export function toFlowJson(row: FlowRow): z.infer<typeof Flow> {
   };
 }
 
-export function toNodeJson(row: NodeRow): z.infer<typeof Node> {
+/** The one place nodes become API objects: as PUT and the templates write them to flow_graphs. */
+export function toNodeJson(
+  flowId: string,
+  node: NodeInput,
+  id: string = randomUUID(),
+  createdAt: string = new Date().toISOString(),
+): StoredNode {
   return {
-    id: row.id,
-    flow_id: row.flowId,
-    node_key: row.nodeKey,
-    node_type: row.nodeType,
-    config: row.config,
-    position_x: row.positionX,
-    position_y: row.positionY,
-    created_at: row.createdAt,
+    id,
+    flow_id: flowId,
+    node_key: node.node_key,
+    node_type: node.node_type,
+    config: node.config,
+    position_x: node.position_x,
+    position_y: node.position_y,
+    created_at: createdAt,
   };
 }
 
 export type FlowJson = ReturnType<typeof toFlowJson>;
-export type NodeJson = ReturnType<typeof toNodeJson>;
+export type NodeJson = StoredNode;
 
 /** Without a limit a list answers at most this many flows. */
 export const DEFAULT_LIST_LIMIT = 1000;
@@ -100,21 +105,20 @@ export async function getFlow(db: DbOrTx, input: { accountId: string; flowId: st
   return row ?? null;
 }
 
-/** Nodes in the order they were written: one insert shares created_at, ordinal keeps input order. */
-async function nodesOf(db: DbOrTx, flowId: string) {
-  const rows = await db
-    .select()
-    .from(flowNodes)
-    .where(eq(flowNodes.flowId, flowId))
-    .orderBy(asc(flowNodes.createdAt), asc(flowNodes.ordinal), asc(flowNodes.id));
-  return rows.map(toNodeJson);
+/** The flow's nodes in the order they were written ([] for a flow never given any). */
+async function nodesOf(db: DbOrTx, flowId: string): Promise<NodeJson[]> {
+  const [row] = await db
+    .select({ nodes: flowGraphs.nodes })
+    .from(flowGraphs)
+    .where(eq(flowGraphs.flowId, flowId));
+  return row?.nodes ?? [];
 }
 
 /**
- * `{ flow, nodes }` built by PostgreSQL in one statement, in the same shape as
- * toFlowJson and toNodeJson (their SQL is read back from them:
- * src/db/json-sql.ts): the hottest read (GET /api/flows/{id}) and the answer
- * to every PUT, without mapping and serialising rows here.
+ * `{ flow, nodes }` built by PostgreSQL in one statement: the flow in the same
+ * shape as toFlowJson (its SQL is read back from it: src/db/json-sql.ts), the
+ * nodes as flow_graphs keeps them (already the API's text). The hottest read
+ * (GET /api/flows/{id}), without mapping and serialising rows here.
  */
 const FLOW_JSON_SQL = sql.raw(
   jsonColumnsSql(flows, "f", (f) => toFlowJson(f as FlowRow), {
@@ -122,17 +126,11 @@ const FLOW_JSON_SQL = sql.raw(
     computed: { execution_count: executionCountSql("f") },
   }).join(", "),
 );
-const NODE_JSON_SQL = sql.raw(
-  jsonColumnsSql(flowNodes, "n", (n) => toNodeJson(n as NodeRow), { timestamp: inlineTimestamp }).join(", "),
-);
-// Each object is row_to_json of a one-row select named by the serializer's fields.
+// The flow is row_to_json of a one-row select named by the serializer's fields.
 const flowWithNodesSql = (flowId: string, accountId: string) => sql`
   select json_build_object(
     'flow', (select row_to_json(j) from (select ${FLOW_JSON_SQL}) j),
-    'nodes', coalesce((
-      select json_agg(row_to_json(j) order by n.created_at, n.ordinal, n.id)
-      from flow_nodes n cross join lateral (select ${NODE_JSON_SQL}) j
-      where n.flow_id = f.id), '[]'::json)
+    'nodes', coalesce((select g.nodes from flow_graphs g where g.flow_id = f.id), '[]'::json)
   )::text as body
   from flows f where f.id = ${flowId} and f.account_id = ${accountId}`;
 
@@ -155,33 +153,15 @@ export async function getFlowWithNodesJson(
 }
 
 /**
- * Writes nodes in one statement whatever their number: the nodes travel as one
- * JSON parameter that PostgreSQL expands (a multi-row VALUES would need seven
- * parameters a node), each node a positional array (no key names repeated 500
- * times on the wire). `ordinal` keeps their input order. With `ids` and
- * `createdAt` the rows take those (PUT answers from them without reading the
- * rows back); otherwise the columns' defaults.
+ * Replaces the flow's nodes with these (already API objects, toNodeJson): one
+ * row whatever their number, its JSON text written as given. Answers that text.
  */
-async function insertNodes(
-  tx: DbOrTx,
-  flowId: string,
-  nodes: NodeInput[],
-  given?: { ids: string[]; createdAt: Date },
-): Promise<void> {
-  if (nodes.length === 0) return;
-  const rows = nodes.map((n, i) => [
-    n.node_key,
-    n.node_type,
-    n.config,
-    n.position_x,
-    n.position_y,
-    given?.ids[i] ?? null,
-  ]);
+async function writeNodes(tx: DbOrTx, flowId: string, nodes: NodeJson[]): Promise<string> {
+  const text = JSON.stringify(nodes);
   await tx.execute(sql`
-    insert into ${flowNodes} (id, flow_id, node_key, node_type, config, position_x, position_y, ordinal, created_at)
-    select coalesce((e->>5)::uuid, gen_random_uuid()), ${flowId}, e->>0, e->>1, e->2, (e->>3)::double precision,
-      (e->>4)::double precision, (o - 1)::int, coalesce(${given?.createdAt.toISOString() ?? null}::timestamptz, now())
-    from jsonb_array_elements(${JSON.stringify(rows)}::jsonb) with ordinality as x(e, o)`);
+    insert into ${flowGraphs} (flow_id, nodes) values (${flowId}, ${text}::json)
+    on conflict (flow_id) do update set nodes = excluded.nodes`);
+  return text;
 }
 
 export async function createFlow(
@@ -236,7 +216,14 @@ export async function cloneTemplate(
       })
       .returning();
     if (!row) throw new Error("flow insert returned nothing");
-    await insertNodes(tx, row.id, template.nodes);
+    if (template.nodes.length > 0) {
+      const createdAt = row.createdAt.toISOString();
+      await writeNodes(
+        tx,
+        row.id,
+        template.nodes.map((n) => toNodeJson(row.id, n, undefined, createdAt)),
+      );
+    }
     return toFlowJson(row);
   });
 }
@@ -282,26 +269,14 @@ export async function replaceFlow(
       const { rows } = await tx.execute<{ body: string }>(flowWithNodesSql(row.id, input.accountId));
       return rows[0]?.body ?? null;
     }
-    // The nodes' ids and created_at are made here, so the answer is built from what was written
-    // (toNodeJson, the serializer the SQL of the read is derived from) without reading 500 rows back.
-    const createdAt = new Date(input.now.getTime());
-    const ids = input.nodes.map(() => randomUUID());
-    await tx.delete(flowNodes).where(eq(flowNodes.flowId, row.id));
-    await insertNodes(tx, row.id, input.nodes, { ids, createdAt });
-    const nodes = input.nodes.map((n, ordinal) =>
-      toNodeJson({
-        id: ids[ordinal] as string,
-        flowId: row.id,
-        nodeKey: n.node_key,
-        nodeType: n.node_type,
-        config: n.config,
-        positionX: n.position_x,
-        positionY: n.position_y,
-        ordinal,
-        createdAt,
-      }),
+    // The nodes' ids and created_at are made here, so the answer is the very text written.
+    const createdAt = input.now.toISOString();
+    const nodes = await writeNodes(
+      tx,
+      row.id,
+      input.nodes.map((n) => toNodeJson(row.id, n, undefined, createdAt)),
     );
-    return JSON.stringify({ flow: toFlowJson(row), nodes });
+    return `{"flow":${JSON.stringify(toFlowJson(row))},"nodes":${nodes}}`;
   });
 }
 

@@ -61,3 +61,80 @@ describe("migration 0006 and the invitations written before it", () => {
     expect(column[0].is_nullable).toBe("NO");
   });
 });
+
+// Migration 0022 moves each flow's node rows into one document a flow, run against rows written
+// as before it (flow_nodes as 0000 and 0003 left it).
+describe("migration 0022 and the nodes written before it", () => {
+  it("keeps every node's id, key, type, config, position and created_at, in the order written", async () => {
+    const moveNodes = readFileSync(path.join(MIGRATIONS_DIR, "0022_flow_graphs.sql"), "utf8")
+      .split("--> statement-breakpoint")
+      .map((statement) => statement.trim())
+      .find((statement) => statement.includes('INSERT INTO "flow_graphs"'));
+    expect(moveNodes).toBeDefined();
+    await client.query(`create table flow_nodes (
+      id uuid primary key default gen_random_uuid(), flow_id uuid not null references flows(id) on delete cascade,
+      node_key text not null, node_type text not null, config jsonb not null,
+      position_x double precision not null default 0, position_y double precision not null default 0,
+      ordinal integer not null default 0, created_at timestamp(3) with time zone not null default now())`);
+    const { rows: users } = await client.query<{ id: string }>(
+      "insert into users (name, email) values ('Author', 'author@example.com') returning id",
+    );
+    const { rows: accounts } = await client.query<{ id: string }>(
+      "insert into accounts (name) values ('Flows') returning id",
+    );
+    const flow = async (name: string) =>
+      (
+        await client.query<{ id: string }>(
+          "insert into flows (account_id, user_id, name, status, trigger_type) values ($1, $2, $3, 'draft', 'keyword') returning id",
+          [accounts[0]?.id, users[0]?.id, name],
+        )
+      ).rows[0]?.id;
+    const [withNodes, empty] = [await flow("With nodes"), await flow("Empty")];
+    // Two writes: the later one's nodes come after, each write's nodes in their ordinal order.
+    await client.query(
+      `insert into flow_nodes (id, flow_id, node_key, node_type, config, position_x, position_y, ordinal, created_at) values
+         ('00000000-0000-4000-8000-000000000003', $1, 'late', 'end', '{}', 0, 0, 0, '2026-11-02T10:00:00.5Z'),
+         ('00000000-0000-4000-8000-000000000002', $1, 'second', 'send_message', '{"text":"Hi","next_node_key":"late"}', 240.5, -10, 1, '2026-11-01T09:00:00Z'),
+         ('00000000-0000-4000-8000-000000000001', $1, 'first', 'send_message', '{"text":"Hello"}', 0, 0, 0, '2026-11-01T09:00:00Z')`,
+      [withNodes],
+    );
+    await client.query(moveNodes as string);
+
+    const { rows } = await client.query("select flow_id, nodes::text as nodes from flow_graphs");
+    expect(rows.map((r) => r.flow_id)).toEqual([withNodes]);
+    expect(rows.map((r) => r.flow_id)).not.toContain(empty);
+    expect(JSON.parse(rows[0].nodes)).toEqual([
+      {
+        id: "00000000-0000-4000-8000-000000000001",
+        flow_id: withNodes,
+        node_key: "first",
+        node_type: "send_message",
+        config: { text: "Hello" },
+        position_x: 0,
+        position_y: 0,
+        created_at: "2026-11-01T09:00:00.000Z",
+      },
+      {
+        id: "00000000-0000-4000-8000-000000000002",
+        flow_id: withNodes,
+        node_key: "second",
+        node_type: "send_message",
+        config: { text: "Hi", next_node_key: "late" },
+        position_x: 240.5,
+        position_y: -10,
+        created_at: "2026-11-01T09:00:00.000Z",
+      },
+      {
+        id: "00000000-0000-4000-8000-000000000003",
+        flow_id: withNodes,
+        node_key: "late",
+        node_type: "end",
+        config: {},
+        position_x: 0,
+        position_y: 0,
+        created_at: "2026-11-02T10:00:00.500Z",
+      },
+    ]);
+    await client.query("drop table flow_nodes");
+  });
+});

@@ -38,7 +38,7 @@ export const node = (node_key: string, node_type = "end", config: Record<string,
 export async function storedFlow(t: TestApp, flowId: string) {
   const { rows: flows } = await t.database.pool.query("select * from flows where id = $1", [flowId]);
   const { rows: nodes } = await t.database.pool.query(
-    "select node_key from flow_nodes where flow_id = $1 order by created_at, ordinal",
+    "select n->>'node_key' as node_key from flow_graphs g, json_array_elements(g.nodes) n where g.flow_id = $1",
     [flowId],
   );
   return { flow: flows[0], keys: nodes.map((n) => n.node_key as string) };

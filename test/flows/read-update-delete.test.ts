@@ -429,7 +429,7 @@ describe("DELETE /api/flows/{id}", () => {
     expect(response.json()).toEqual({ ok: true });
     const count = async (table: string) =>
       Number((await pool.query(`select count(*) from ${table} where flow_id = $1`, [id])).rows[0].count);
-    expect(await count("flow_nodes")).toBe(0);
+    expect(await count("flow_graphs")).toBe(0);
     expect(await count("flow_runs")).toBe(0);
     expect(await count("flow_run_events")).toBe(0);
     await expect(startOther()).resolves.toMatchObject({ rowCount: 1 });

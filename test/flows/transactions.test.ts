@@ -12,13 +12,13 @@ const it = appTest.extend<{ refusingTrigger: undefined }>({
       await t.database.pool.query(`
         create function refuse_test_nodes() returns trigger language plpgsql as $$
         begin
-          if new.node_key = 'explode'
+          if exists (select 1 from json_array_elements(new.nodes) n where n->>'node_key' = 'explode')
              or exists (select 1 from flows where id = new.flow_id and name = 'Explode on clone') then
             raise exception 'node insert refused by the test trigger';
           end if;
           return new;
         end $$;
-        create trigger refuse_test_nodes before insert on flow_nodes
+        create trigger refuse_test_nodes before insert or update on flow_graphs
           for each row execute function refuse_test_nodes();
       `);
       await use(undefined);
@@ -98,7 +98,8 @@ describe("node replacement is atomic", () => {
     );
     expect(responses.map((r) => r.statusCode)).toEqual([200, 200, 200]);
     const { rows } = await t.database.pool.query(
-      "select distinct config->>'text' as text, count(*) over () as total from flow_nodes where flow_id = $1",
+      `select distinct n->'config'->>'text' as text, count(*) over () as total
+       from flow_graphs g, json_array_elements(g.nodes) n where g.flow_id = $1`,
       [id],
     );
     expect(rows).toHaveLength(1);
@@ -113,7 +114,7 @@ describe("node replacement is atomic", () => {
     ]);
     expect(del.statusCode).toBe(200);
     expect([200, 404]).toContain(put.statusCode);
-    const { rows } = await t.database.pool.query("select count(*) from flow_nodes where flow_id = $1", [id]);
+    const { rows } = await t.database.pool.query("select count(*) from flow_graphs where flow_id = $1", [id]);
     expect(Number(rows[0].count)).toBe(0);
   });
 });

@@ -1,9 +1,9 @@
 import { sql } from "drizzle-orm";
 import {
   bigserial,
-  doublePrecision,
   index,
   integer,
+  json,
   jsonb,
   pgTable,
   primaryKey,
@@ -86,28 +86,33 @@ export const flowExecutionCounts = pgTable(
 
 export const EXECUTION_COUNT_SHARDS = 16;
 
-export const flowNodes = pgTable(
-  "flow_nodes",
-  {
-    id: uuid("id").primaryKey().defaultRandom(),
-    flowId: uuid("flow_id")
-      .notNull()
-      .references(() => flows.id, { onDelete: "cascade" }),
-    nodeKey: text("node_key").notNull(),
-    nodeType: text("node_type").notNull(),
-    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
-    positionX: doublePrecision("position_x").notNull().default(0),
-    positionY: doublePrecision("position_y").notNull().default(0),
-    // Rows written by one insert share created_at; ordinal keeps their input order.
-    ordinal: integer("ordinal").notNull().default(0),
-    createdAt: timestamptz("created_at").notNull().defaultNow(),
-  },
-  (t) => [
-    // Also finds a flow's nodes; they are few enough (at most 1000) to sort when read, so no
-    // second index has to be maintained on every PUT.
-    uniqueIndex("flow_nodes_flow_key_uq").on(t.flowId, t.nodeKey),
-  ],
-);
+/**
+ * A flow's nodes as a document: the API's node objects, in the order they were
+ * written, as JSON text (`json`, not `jsonb`: kept as written, so a read
+ * answers it without rebuilding it). A flow's nodes are only ever written and
+ * read whole (PUT replaces them all; reads and the runner take them all), so
+ * one row a flow costs a PUT of 500 nodes one row, not 500 rows and 1,000
+ * index entries. A flow without a row has no nodes. Node keys are unique
+ * within a flow: PUT and the templates check it before writing.
+ */
+export const flowGraphs = pgTable("flow_graphs", {
+  flowId: uuid("flow_id")
+    .primaryKey()
+    .references(() => flows.id, { onDelete: "cascade" }),
+  nodes: json("nodes").$type<StoredNode[]>().notNull(),
+});
+
+/** A node as flow_graphs keeps it: the API's node object (created_at as its ISO text). */
+export interface StoredNode {
+  id: string;
+  flow_id: string;
+  node_key: string;
+  node_type: string;
+  config: Record<string, unknown>;
+  position_x: number;
+  position_y: number;
+  created_at: string;
+}
 
 export const flowRuns = pgTable(
   "flow_runs",

@@ -11,7 +11,6 @@ import {
   contacts,
   conversations,
   flowMessageReceipts,
-  flowNodes,
   flowRuns,
   flows,
   messages,
@@ -30,6 +29,7 @@ import {
   nodesJsonSql,
   type RunContext,
   type RunnerDeps,
+  readNodes,
   tapReplyId,
   walk,
 } from "./engine.js";
@@ -451,12 +451,7 @@ async function startRun(
   };
   let nodes = flowVersion ? cachedNodes(flow.id, flowVersion) : undefined;
   if (!nodes) {
-    nodes = nodeMap(
-      await db
-        .select({ nodeKey: flowNodes.nodeKey, nodeType: flowNodes.nodeType, config: flowNodes.config })
-        .from(flowNodes)
-        .where(eq(flowNodes.flowId, flow.id)),
-    );
+    nodes = await readNodes(db, flow.id);
     if (flowVersion) keepNodes(flow.id, flowVersion, nodes);
   }
 

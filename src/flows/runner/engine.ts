@@ -6,11 +6,12 @@ import type { DbOrTx } from "../../db/client.js";
 import {
   contacts,
   conversations,
-  flowNodes,
+  flowGraphs,
   flowRunEvents,
   type flowRuns,
   type flows,
   profiles,
+  type StoredNode,
 } from "../../db/schema/index.js";
 import type { AppDeps } from "../../deps.js";
 import { ApiError } from "../../http/errors.js";
@@ -123,27 +124,30 @@ export interface LoadedNode {
  * its own, seen by the next advance.
  */
 export async function loadNode(ctx: RunContext, nodeKey: string): Promise<LoadedNode | null> {
-  if (!ctx.nodes) {
-    const rows = await ctx.db
-      .select({ nodeKey: flowNodes.nodeKey, nodeType: flowNodes.nodeType, config: flowNodes.config })
-      .from(flowNodes)
-      .where(eq(flowNodes.flowId, ctx.flow.id));
-    ctx.nodes = nodeMap(rows);
-  }
+  ctx.nodes ??= await readNodes(ctx.db, ctx.flow.id);
   return ctx.nodes.get(nodeKey) ?? null;
 }
 
-/** A flow's nodes as loadNode keeps them (from flow_nodes rows, or nodesJsonSql's JSON). */
-export const nodeMap = (rows: Array<{ nodeKey: string; nodeType: string; config: unknown }>) =>
+/** The flow's nodes as loadNode keeps them, read in one statement. */
+export async function readNodes(db: DbOrTx, flowId: string): Promise<Map<string, LoadedNode>> {
+  const [row] = await db
+    .select({ nodes: flowGraphs.nodes })
+    .from(flowGraphs)
+    .where(eq(flowGraphs.flowId, flowId));
+  return nodeMap(row?.nodes ?? []);
+}
+
+type NodeFields = Pick<StoredNode, "node_key" | "node_type" | "config">;
+
+/** A flow's nodes as loadNode keeps them (flow_graphs' document, or nodesJsonSql's). */
+export const nodeMap = (nodes: NodeFields[]) =>
   new Map<string, LoadedNode>(
-    rows.map((n) => [n.nodeKey, { nodeType: n.nodeType, config: isObject(n.config) ? n.config : {} }]),
+    nodes.map((n) => [n.node_key, { nodeType: n.node_type, config: isObject(n.config) ? n.config : {} }]),
   );
 
-/** A flow's nodes as JSON, read with the statement that reads its run (saves loadNode's statement). */
-export const nodesJsonSql = (flowId: SQL | typeof flowNodes.flowId | typeof flowRuns.flowId) => sql<
-  Array<{ nodeKey: string; nodeType: string; config: unknown }>
->`(select coalesce(json_agg(json_build_object('nodeKey', n.node_key, 'nodeType', n.node_type, 'config', n.config)), '[]'::json)
-     from ${flowNodes} n where n.flow_id = ${flowId})`;
+/** A flow's nodes, read with the statement that reads its run (saves loadNode's statement). */
+export const nodesJsonSql = (flowId: SQL | typeof flowRuns.flowId) =>
+  sql<NodeFields[]>`coalesce((select g.nodes from ${flowGraphs} g where g.flow_id = ${flowId}), '[]'::json)`;
 
 /** Records one of the run's events (written with the run's changes, in order). */
 function event(
