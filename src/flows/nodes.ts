@@ -47,7 +47,7 @@ export interface NodeInput {
 /** Shape limits checked on every write (drafts included). */
 export const NODE_KEY_MAX_LENGTH = 100;
 export const CONFIG_MAX_DEPTH = 20;
-/** Keeps one multi-row insert well inside Postgres' 65,535 bind parameters. */
+/** Keeps a flow's node document (flow_graphs) and every read of it small enough to answer at once. */
 export const MAX_NODES_PER_FLOW = 1000;
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
