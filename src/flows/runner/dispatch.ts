@@ -25,8 +25,6 @@ import {
   guardRun,
   type InboundInput,
   loadContact,
-  nodeMap,
-  nodesJsonSql,
   type RunContext,
   type RunnerDeps,
   readNodes,
@@ -384,7 +382,7 @@ export async function lockRunContext(
   runId: string,
 ): Promise<RunContext | null> {
   const [row] = await db
-    .select({ run: flowRuns, flow: flows, contact: contacts, nodes: nodesJsonSql(flowRuns.flowId) })
+    .select({ run: flowRuns, flow: flows, contact: contacts, flowVersion: sql<string>`${flows}.xmin::text` })
     .from(flowRuns)
     .innerJoin(flows, eq(flows.id, flowRuns.flowId))
     .innerJoin(contacts, and(eq(contacts.id, flowRuns.contactId), eq(contacts.accountId, flowRuns.accountId)))
@@ -399,8 +397,20 @@ export async function lockRunContext(
     writes: noRunWrites(),
     contact: contactFacts(row.contact),
     steps: 0,
-    nodes: nodeMap(row.nodes),
+    nodes: await nodesAt(db, row.flow.id, row.flowVersion),
   };
+}
+
+/**
+ * The flow's nodes at this version of its row (its `xmin`): kept ones
+ * (nodes-cache.ts), or read and kept. Without a version, read and not kept.
+ */
+async function nodesAt(db: DbOrTx, flowId: string, version: string | undefined) {
+  const kept = version ? cachedNodes(flowId, version) : undefined;
+  if (kept) return kept;
+  const nodes = await readNodes(db, flowId);
+  if (version) keepNodes(flowId, version, nodes);
+  return nodes;
 }
 
 /**
@@ -449,11 +459,7 @@ async function startRun(
     lastActivityAt: now,
     endedAt: null,
   };
-  let nodes = flowVersion ? cachedNodes(flow.id, flowVersion) : undefined;
-  if (!nodes) {
-    nodes = await readNodes(db, flow.id);
-    if (flowVersion) keepNodes(flow.id, flowVersion, nodes);
-  }
+  const nodes = await nodesAt(db, flow.id, flowVersion);
 
   const ctx: RunContext = {
     db,

@@ -1,4 +1,4 @@
-import { and, desc, eq, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import { autoAssign } from "../../bots/assign.js";
 import { pausedColumns } from "../../bots/automation.js";
 import { getBusinessHours, isOpenAt } from "../../bots/hours.js";
@@ -8,7 +8,6 @@ import {
   conversations,
   flowGraphs,
   flowRunEvents,
-  type flowRuns,
   type flows,
   profiles,
   type StoredNode,
@@ -139,15 +138,11 @@ export async function readNodes(db: DbOrTx, flowId: string): Promise<Map<string,
 
 type NodeFields = Pick<StoredNode, "node_key" | "node_type" | "config">;
 
-/** A flow's nodes as loadNode keeps them (flow_graphs' document, or nodesJsonSql's). */
-export const nodeMap = (nodes: NodeFields[]) =>
+/** A flow's nodes as loadNode keeps them, from flow_graphs' document. */
+const nodeMap = (nodes: NodeFields[]) =>
   new Map<string, LoadedNode>(
     nodes.map((n) => [n.node_key, { nodeType: n.node_type, config: isObject(n.config) ? n.config : {} }]),
   );
-
-/** A flow's nodes, read with the statement that reads its run (saves loadNode's statement). */
-export const nodesJsonSql = (flowId: SQL | typeof flowRuns.flowId) =>
-  sql<NodeFields[]>`coalesce((select g.nodes from ${flowGraphs} g where g.flow_id = ${flowId}), '[]'::json)`;
 
 /** Records one of the run's events (written with the run's changes, in order). */
 function event(
