@@ -123,6 +123,48 @@ describe("a run started by a customer's message", () => {
     expect(texts).toEqual(["Old words", "Old words", "New words", "New words"]);
   });
 
+  it("follows an edit made while it waits: the advances after the PUT walk the new nodes", async () => {
+    const survey = (bye: string) => [
+      { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
+      {
+        node_key: "ask",
+        node_type: "collect_input",
+        config: { prompt_text: "Your name?", var_key: "name", next_node_key: "thanks" },
+      },
+      { node_key: "thanks", node_type: "send_message", config: { text: "Thanks", next_node_key: "bye" } },
+      { node_key: "bye", node_type: "send_message", config: { text: bye, next_node_key: "done" } },
+      { node_key: "done", node_type: "end", config: {} },
+    ];
+    const flowId = await activeFlow(w, {
+      trigger_config: { keywords: ["survey"], match_type: "exact" },
+      nodes: survey("Old goodbye"),
+    });
+    const fay = customer(w, "Fay");
+    await fay.text("survey");
+    // The question went out and Meta's answer to it was recorded (an advance of the waiting run).
+    await vi.waitFor(
+      async () => {
+        const outbound = (await conversationOf(w, fay)).messages.filter((m) => m.direction === "outbound");
+        expect(outbound.map((m) => m.status)).toEqual(["sent"]);
+      },
+      { timeout: 5000 },
+    );
+    await putFlow(w, flowId, { nodes: survey("New goodbye") });
+    await fay.text("Fay");
+
+    // "Thanks" goes out from the answer's advance; the goodbye from the advance after Meta's
+    // answer to it: both after the PUT, so both from its nodes.
+    await vi.waitFor(() => expect(sentMessages(w, fay.waId)).toHaveLength(3), { timeout: 5000 });
+    expect(sentMessages(w, fay.waId).map((m) => m.text?.body ?? m.interactive ?? m.type)).toEqual([
+      "Your name?",
+      "Thanks",
+      "New goodbye",
+    ]);
+    await vi.waitFor(async () => expect((await runFor(w, flowId, fay)).run.status).toBe("completed"), {
+      timeout: 5000,
+    });
+  });
+
   it("is shown once in the account's events, as its first advance left it", async () => {
     const flowId = await greeter("once", "Hello once");
     const eve = customer(w, "Eve");
