@@ -47,15 +47,14 @@ export function toFlowJson(row: FlowRow): z.infer<typeof Flow> {
   };
 }
 
-/** The one place nodes become API objects: as PUT and the templates write them to flow_graphs. */
-export function toNodeJson(
-  flowId: string,
-  node: NodeInput,
-  id: string = randomUUID(),
-  createdAt: string = new Date().toISOString(),
-): StoredNode {
+/**
+ * The one place nodes become API objects, as PUT and the templates write them
+ * to flow_graphs: each a new node, with a new id (the spec's "existing nodes
+ * are deleted and the supplied nodes inserted").
+ */
+export function toNodeJson(flowId: string, createdAt: string, node: NodeInput): StoredNode {
   return {
-    id,
+    id: randomUUID(),
     flow_id: flowId,
     node_key: node.node_key,
     node_type: node.node_type,
@@ -221,7 +220,7 @@ export async function cloneTemplate(
       await writeNodes(
         tx,
         row.id,
-        template.nodes.map((n) => toNodeJson(row.id, n, undefined, createdAt)),
+        template.nodes.map((n) => toNodeJson(row.id, createdAt, n)),
       );
     }
     return toFlowJson(row);
@@ -274,7 +273,7 @@ export async function replaceFlow(
     const nodes = await writeNodes(
       tx,
       row.id,
-      input.nodes.map((n) => toNodeJson(row.id, n, undefined, createdAt)),
+      input.nodes.map((n) => toNodeJson(row.id, createdAt, n)),
     );
     return `{"flow":${JSON.stringify(toFlowJson(row))},"nodes":${nodes}}`;
   });

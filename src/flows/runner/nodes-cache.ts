@@ -3,9 +3,9 @@ import type { LoadedNode } from "./engine.js";
 /**
  * Flows' nodes kept between advances, by flow and by the version of the
  * flow's row (its `xmin`, read with the account's active flows under the
- * contact's lock, or with the run an advance locks). Every change of a flow's nodes (PUT) updates the
- * flow's row in the same transaction, so a new version is a new entry and an
- * edit is never missed, on this instance or another. Bounded by the number of
+ * contact's lock, or with the run an advance locks). Every change of a flow's
+ * nodes (PUT) updates the flow's row in the same transaction, so a new version
+ * is a new entry and an edit is never missed, on this instance or another. Bounded by the number of
  * nodes kept; the least recently used flow goes first. Configs are frozen: a
  * node shares them with every run of its flow.
  */
