@@ -49,7 +49,7 @@ const only = process.argv
 const importRows = Number(process.argv.find((a) => a.startsWith("--import-rows="))?.slice(14)) || undefined;
 /** `--import-floor`: also time the same rows inserted into contacts by SQL alone (the database's floor). */
 const importFloor = process.argv.includes("--import-floor");
-/** `--profile`: write a V8 CPU profile of the service to bench/results/. */
+/** `--profile`: write a V8 CPU profile of the service (and of the API-only instance, when it runs) to bench/results/. */
 const profile = process.argv.includes("--profile");
 /** `--pg-stats`: PostgreSQL's statements and waits during the flood at once (bench/durable.ts). */
 const pgStats = process.argv.includes("--pg-stats");
@@ -193,7 +193,7 @@ async function main() {
   const apiOnlyUrl = `http://127.0.0.1:${apiOnlyPort}`;
   let apiOnly: ChildProcess | undefined;
   const startApiOnly = async () => {
-    apiOnly = spawnChild("service-api-only", process.execPath, ["dist/main.js"], {
+    apiOnly = spawnChild("service-api-only", process.execPath, [...profileArgs, "dist/main.js"], {
       ...serviceEnv,
       PORT: String(apiOnlyPort),
       WORKERS: "false",
