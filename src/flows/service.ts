@@ -105,7 +105,7 @@ export async function getFlow(db: DbOrTx, input: { accountId: string; flowId: st
 }
 
 /** The flow's nodes in the order they were written ([] for a flow never given any). */
-async function nodesOf(db: DbOrTx, flowId: string): Promise<NodeJson[]> {
+export async function nodesOf(db: DbOrTx, flowId: string): Promise<NodeJson[]> {
   const [row] = await db
     .select({ nodes: flowGraphs.nodes })
     .from(flowGraphs)
@@ -152,11 +152,17 @@ export async function getFlowWithNodesJson(
 }
 
 /**
- * Replaces the flow's nodes with these (already API objects, toNodeJson): one
- * row whatever their number, its JSON text written as given. Answers that text.
+ * Replaces the flow's nodes with these, each made a new node written at
+ * `createdAt` (toNodeJson): one row whatever their number, its JSON text
+ * written as made. Answers that text.
  */
-async function writeNodes(tx: DbOrTx, flowId: string, nodes: NodeJson[]): Promise<string> {
-  const text = JSON.stringify(nodes);
+async function writeNodes(
+  tx: DbOrTx,
+  flowId: string,
+  createdAt: string,
+  inputs: NodeInput[],
+): Promise<string> {
+  const text = JSON.stringify(inputs.map((n) => toNodeJson(flowId, createdAt, n)));
   await tx.execute(sql`
     insert into ${flowGraphs} (flow_id, nodes) values (${flowId}, ${text}::json)
     on conflict (flow_id) do update set nodes = excluded.nodes`);
@@ -215,14 +221,7 @@ export async function cloneTemplate(
       })
       .returning();
     if (!row) throw new Error("flow insert returned nothing");
-    if (template.nodes.length > 0) {
-      const createdAt = row.createdAt.toISOString();
-      await writeNodes(
-        tx,
-        row.id,
-        template.nodes.map((n) => toNodeJson(row.id, createdAt, n)),
-      );
-    }
+    if (template.nodes.length > 0) await writeNodes(tx, row.id, row.createdAt.toISOString(), template.nodes);
     return toFlowJson(row);
   });
 }
@@ -269,12 +268,7 @@ export async function replaceFlow(
       return rows[0]?.body ?? null;
     }
     // The nodes' ids and created_at are made here, so the answer is the very text written.
-    const createdAt = input.now.toISOString();
-    const nodes = await writeNodes(
-      tx,
-      row.id,
-      input.nodes.map((n) => toNodeJson(row.id, createdAt, n)),
-    );
+    const nodes = await writeNodes(tx, row.id, input.now.toISOString(), input.nodes);
     return `{"flow":${JSON.stringify(toFlowJson(row))},"nodes":${nodes}}`;
   });
 }

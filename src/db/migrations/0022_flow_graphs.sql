@@ -1,7 +1,7 @@
 -- A flow's nodes become one document a flow (flow_graphs.nodes): they are only ever written and
 -- read whole, and 500 rows with two index entries and a foreign-key check each made a PUT of 500
--- nodes cost PostgreSQL six to nine times a PUT of 20. Each node keeps its id, key, type, config, position and created_at, in the order
--- the nodes were written, as the API answers them.
+-- nodes cost PostgreSQL six to nine times a PUT of 20. Each node keeps its id, key, type, config,
+-- position and created_at, in the order the nodes were written, as the API answers them.
 CREATE TABLE "flow_graphs" (
 	"flow_id" uuid PRIMARY KEY NOT NULL,
 	"nodes" json NOT NULL

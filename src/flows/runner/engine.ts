@@ -6,7 +6,6 @@ import type { DbOrTx } from "../../db/client.js";
 import {
   contacts,
   conversations,
-  flowGraphs,
   flowRunEvents,
   type flows,
   profiles,
@@ -20,6 +19,7 @@ import { isWindowOpen } from "../../inbox/window.js";
 import { prepareTemplateSend } from "../../templates/service.js";
 import { nodeModule, waitsForAnswer } from "../node-types/index.js";
 import type { NodeRuntime } from "../node-types/types.js";
+import { nodesOf } from "../service.js";
 import { resolveFallbackPolicy } from "../triggers.js";
 import { buildNodeMessage, replyChoices } from "./outbound.js";
 import { type ContactFacts, renderText } from "./rules.js";
@@ -129,11 +129,7 @@ export async function loadNode(ctx: RunContext, nodeKey: string): Promise<Loaded
 
 /** The flow's nodes as loadNode keeps them, read in one statement. */
 export async function readNodes(db: DbOrTx, flowId: string): Promise<Map<string, LoadedNode>> {
-  const [row] = await db
-    .select({ nodes: flowGraphs.nodes })
-    .from(flowGraphs)
-    .where(eq(flowGraphs.flowId, flowId));
-  return nodeMap(row?.nodes ?? []);
+  return nodeMap(await nodesOf(db, flowId));
 }
 
 type NodeFields = Pick<StoredNode, "node_key" | "node_type" | "config">;

@@ -5,9 +5,9 @@ import type { LoadedNode } from "./engine.js";
  * flow's row (its `xmin`, read with the account's active flows under the
  * contact's lock, or with the run an advance locks). Every change of a flow's
  * nodes (PUT) updates the flow's row in the same transaction, so a new version
- * is a new entry and an edit is never missed, on this instance or another. Bounded by the number of
- * nodes kept; the least recently used flow goes first. Configs are frozen: a
- * node shares them with every run of its flow.
+ * is a new entry and an edit is never missed, on this instance or another.
+ * Bounded by the number of nodes kept; the least recently used flow goes
+ * first. Configs are frozen: a node shares them with every run of its flow.
  */
 const MAX_NODES = 20_000;
 
