@@ -38,6 +38,7 @@ const UNIT_TESTS = [
   "test/flows/validate.test.ts",
   "test/foundation/config.test.ts",
   "test/foundation/engines.test.ts",
+  "test/foundation/heap.test.ts",
   "test/media/store.test.ts",
   "test/messaging/reactions/emoji.test.ts",
   "test/flows/runner/rules.test.ts",

@@ -5,6 +5,7 @@ import { connectDatabase, type Database } from "./db/client.js";
 import { StartupError } from "./db/data-dir-lock.js";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
+import { boundHeapGrowth } from "./heap.js";
 import { logLine, redactConsole, serializeError, startFailureText } from "./logging.js";
 
 /** How long in-flight requests may finish after SIGTERM before their connections are cut. */
@@ -17,6 +18,7 @@ const HTTP_CONNECTIONS = 10;
 
 async function main() {
   const startedAt = performance.now();
+  boundHeapGrowth();
   // Libraries that print to the console get the logs' redaction list too.
   redactConsole();
   const config = loadConfig(process.env, (m) => logLine("warn", m));
