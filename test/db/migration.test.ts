@@ -138,3 +138,32 @@ describe("migration 0022 and the nodes written before it", () => {
     await client.query("drop table flow_nodes");
   });
 });
+
+// Migration 0023: a flow's node document is stored as written. PostgreSQL would otherwise
+// compress every document over 2 kB at each PUT and decompress it at each read.
+describe("migration 0023: node documents stored uncompressed", () => {
+  it("keeps a large document's bytes as they were written", async () => {
+    const { rows: accounts } = await client.query<{ id: string }>(
+      "insert into accounts (name) values ('Documents') returning id",
+    );
+    const { rows: users } = await client.query<{ id: string }>(
+      "insert into users (name, email) values ('Writer', 'writer@example.com') returning id",
+    );
+    const { rows: flows } = await client.query<{ id: string }>(
+      "insert into flows (account_id, user_id, name, status, trigger_type) values ($1, $2, 'Big', 'draft', 'keyword') returning id",
+      [accounts[0]?.id, users[0]?.id],
+    );
+    // Very repetitive, so that compression would shrink it to a small part of its size.
+    const nodes = Array.from({ length: 500 }, (_, i) => ({ node_key: `n${i}`, config: { text: "Hello" } }));
+    await client.query("insert into flow_graphs (flow_id, nodes) values ($1, $2)", [
+      flows[0]?.id,
+      JSON.stringify(nodes),
+    ]);
+    const { rows } = await client.query<{ stored: number; written: number }>(
+      "select pg_column_size(nodes) as stored, octet_length(nodes::text) as written from flow_graphs where flow_id = $1",
+      [flows[0]?.id],
+    );
+    expect(rows[0]?.written).toBeGreaterThan(10_000);
+    expect(rows[0]?.stored).toBeGreaterThanOrEqual(rows[0]?.written ?? Number.POSITIVE_INFINITY);
+  });
+});
