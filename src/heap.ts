@@ -10,7 +10,7 @@ import { setFlagsFromString } from "node:v8";
  * garbage pile up to several times the live heap before a full collection:
  * in the benchmark a PUT of 500 nodes took the process from 150 to 250 MB of
  * RSS with 47 MB live. At 20 % it peaks at about 180 MB with the same
- * throughput (docs/benchmarks.md, "Memory: the heap's growth bounded").
+ * throughput (docs/benchmarks.md, "Memory and the flow write").
  */
 export const HEAP_GROWING_PERCENT = 20;
 
