@@ -62,6 +62,26 @@ describe("migration 0006 and the invitations written before it", () => {
   });
 });
 
+/** Draft flows of these names, in a new account of a new user with this email: their ids. */
+async function draftFlows(email: string, names: string[]): Promise<string[]> {
+  const { rows: users } = await client.query<{ id: string }>(
+    "insert into users (name, email) values ('Author', $1) returning id",
+    [email],
+  );
+  const { rows: accounts } = await client.query<{ id: string }>(
+    "insert into accounts (name) values ('Flows') returning id",
+  );
+  const ids: string[] = [];
+  for (const name of names) {
+    const { rows } = await client.query<{ id: string }>(
+      "insert into flows (account_id, user_id, name, status, trigger_type) values ($1, $2, $3, 'draft', 'keyword') returning id",
+      [accounts[0]?.id, users[0]?.id, name],
+    );
+    ids.push(rows[0]?.id ?? "");
+  }
+  return ids;
+}
+
 // Migration 0022 moves each flow's node rows into one document a flow, run against rows written
 // as before it (flow_nodes as 0000 and 0003 left it).
 describe("migration 0022 and the nodes written before it", () => {
@@ -76,20 +96,7 @@ describe("migration 0022 and the nodes written before it", () => {
       node_key text not null, node_type text not null, config jsonb not null,
       position_x double precision not null default 0, position_y double precision not null default 0,
       ordinal integer not null default 0, created_at timestamp(3) with time zone not null default now())`);
-    const { rows: users } = await client.query<{ id: string }>(
-      "insert into users (name, email) values ('Author', 'author@example.com') returning id",
-    );
-    const { rows: accounts } = await client.query<{ id: string }>(
-      "insert into accounts (name) values ('Flows') returning id",
-    );
-    const flow = async (name: string) =>
-      (
-        await client.query<{ id: string }>(
-          "insert into flows (account_id, user_id, name, status, trigger_type) values ($1, $2, $3, 'draft', 'keyword') returning id",
-          [accounts[0]?.id, users[0]?.id, name],
-        )
-      ).rows[0]?.id;
-    const [withNodes, empty] = [await flow("With nodes"), await flow("Empty")];
+    const [withNodes, empty] = await draftFlows("author@example.com", ["With nodes", "Empty"]);
     // Two writes: the later one's nodes come after, each write's nodes in their ordinal order.
     await client.query(
       `insert into flow_nodes (id, flow_id, node_key, node_type, config, position_x, position_y, ordinal, created_at) values
@@ -143,25 +150,16 @@ describe("migration 0022 and the nodes written before it", () => {
 // compress every document over 2 kB at each PUT and decompress it at each read.
 describe("migration 0023: node documents stored uncompressed", () => {
   it("keeps a large document's bytes as they were written", async () => {
-    const { rows: accounts } = await client.query<{ id: string }>(
-      "insert into accounts (name) values ('Documents') returning id",
-    );
-    const { rows: users } = await client.query<{ id: string }>(
-      "insert into users (name, email) values ('Writer', 'writer@example.com') returning id",
-    );
-    const { rows: flows } = await client.query<{ id: string }>(
-      "insert into flows (account_id, user_id, name, status, trigger_type) values ($1, $2, 'Big', 'draft', 'keyword') returning id",
-      [accounts[0]?.id, users[0]?.id],
-    );
+    const [flowId] = await draftFlows("writer@example.com", ["Big"]);
     // Very repetitive, so that compression would shrink it to a small part of its size.
     const nodes = Array.from({ length: 500 }, (_, i) => ({ node_key: `n${i}`, config: { text: "Hello" } }));
     await client.query("insert into flow_graphs (flow_id, nodes) values ($1, $2)", [
-      flows[0]?.id,
+      flowId,
       JSON.stringify(nodes),
     ]);
     const { rows } = await client.query<{ stored: number; written: number }>(
       "select pg_column_size(nodes) as stored, octet_length(nodes::text) as written from flow_graphs where flow_id = $1",
-      [flows[0]?.id],
+      [flowId],
     );
     expect(rows[0]?.written).toBeGreaterThan(10_000);
     expect(rows[0]?.stored).toBeGreaterThanOrEqual(rows[0]?.written ?? Number.POSITIVE_INFINITY);
