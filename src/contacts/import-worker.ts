@@ -1,19 +1,31 @@
 /**
- * The import's parsing thread (started by runImport): reads the file's pieces
- * from the job, parses them with csv-parse, checks every record and hands over
- * batches of rows ready for COPY. It builds the next batch while the job
- * writes the previous one, and holds at most one finished batch: a batch is
- * handed over only when the job has asked for one ("next"), and a piece of
- * the file is asked for ("want") only when the parser needs it.
+ * The import's parsing thread (started by runImport): reads the stored file's
+ * pieces on a connection of its own, parses them with csv-parse, checks every
+ * record and hands over batches of rows ready for COPY. It builds the next
+ * batch while the job writes the previous one, and holds at most one finished
+ * batch: a batch is handed over only when the job has asked for one ("next"),
+ * and a piece of the file is read only when the parser needs it.
  *
- * Messages in: { type: "piece", bytes } | { type: "end" } | { type: "next" }.
- * Messages out: { type: "want" } | { type: "batch", batch, final } | { type: "failed", reason }.
+ * The file is read here rather than by the job so that the driver's buffers
+ * for it belong to this thread's heap, which collects often (it allocates
+ * every record), and not to the service's, which may wait long enough between
+ * collections to hold the whole file's worth.
+ *
+ * Messages in: { type: "next" }.
+ * Messages out: { type: "batch", batch, final } | { type: "failed", reason }.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { parse } from "csv-parse";
+import pg from "pg";
+import { FILE_CHUNK, filePiece } from "./import-file.js";
 import { type Batch, BatchBuilder, parserOptions, type RowPlan } from "./import-rows.js";
 
 export interface ParseJob {
+  /** The database's connection settings (the thread opens its own connection). */
+  connection: pg.ClientConfig;
+  importId: string;
+  /** The stored file's size in bytes. */
+  fileSize: number;
   delimiter: string;
   /** Contact field to CSV column. */
   mapping: Record<string, string>;
@@ -24,11 +36,8 @@ export interface ParseJob {
   batchSize: number;
 }
 
-export type ToParser = { type: "piece"; bytes: Uint8Array } | { type: "end" } | { type: "next" };
-export type FromParser =
-  | { type: "want" }
-  | { type: "batch"; batch: Batch; final: boolean }
-  | { type: "failed"; reason: string };
+export type ToParser = { type: "next" };
+export type FromParser = { type: "batch"; batch: Batch; final: boolean } | { type: "failed"; reason: string };
 
 /** A batch is handed over at this many characters of records, however few they are. */
 const BATCH_CHARACTERS = 4 * 1024 * 1024;
@@ -41,9 +50,17 @@ const post = (message: FromParser, transfer?: ArrayBuffer[]) => port.postMessage
 let credits = 0;
 /** A finished batch waiting for the job to ask (the parser is paused meanwhile). */
 let waiting: { batch: Batch; final: boolean } | null = null;
-let asked = false;
+let reading = false;
 let fileEnded = false;
 let stopped = false;
+
+const client = new pg.Client(job.connection);
+// A lost connection fails the read in progress (or the next one): the import stops there.
+client.on("error", () => undefined);
+const connected = client.connect();
+connected.catch(() => undefined); // (awaited by the first read, which fails the import)
+/** Where the next piece of the file starts. */
+let offset = 0;
 
 const parser = parse(parserOptions(job.delimiter));
 const builder = new BatchBuilder(job.update);
@@ -57,6 +74,7 @@ const fail = (reason: string) => {
   if (stopped) return;
   stopped = true;
   parser.destroy();
+  client.end().catch(() => undefined);
   // The batches finished before the problem are written first (and counted).
   if (waiting && !waiting.final) failAfter = reason;
   else post({ type: "failed", reason });
@@ -75,15 +93,44 @@ const handOver = (batch: Batch, final: boolean) => {
 /** A piece handed to the parser and not yet parsed. */
 let parsing = false;
 
+/** The next piece of the file, or null after the last. */
+const nextPiece = async () => {
+  await connected;
+  if (offset >= job.fileSize) return null;
+  const piece = await filePiece(client, job.importId, offset, FILE_CHUNK);
+  offset += FILE_CHUNK;
+  return piece;
+};
+
 /**
- * Asks for the next piece of the file once the parser has parsed the last one
- * and every record of it has been taken (records the parser holds while paused
- * wait for the job: reading on would hold the file in memory).
+ * Reads the next piece of the file into the parser once it has parsed the
+ * last one and every record of it has been taken (records the parser holds
+ * while paused wait for the job: reading on would hold the file in memory).
  */
 const askForMore = () => {
-  if (asked || parsing || fileEnded || stopped || waiting || parser.readableLength > 0) return;
-  asked = true;
-  post({ type: "want" });
+  if (reading || parsing || fileEnded || stopped || waiting || parser.readableLength > 0) return;
+  reading = true;
+  nextPiece().then(
+    (piece) => {
+      reading = false;
+      if (stopped) return;
+      if (piece === null) {
+        fileEnded = true;
+        parser.end();
+        client.end().catch(() => undefined);
+        return;
+      }
+      parsing = true;
+      parser.write(piece, () => {
+        parsing = false;
+        askForMore();
+      });
+    },
+    (error: Error) => {
+      reading = false;
+      fail(`the file could not be read: ${error.message}`);
+    },
+  );
 };
 
 parser.on("data", (record: string[]) => {
@@ -129,17 +176,5 @@ port.on("message", (message: ToParser) => {
       if (!waiting) parser.resume();
     }
     askForMore();
-  } else if (message.type === "piece") {
-    asked = false;
-    const bytes = Buffer.from(message.bytes.buffer, message.bytes.byteOffset, message.bytes.byteLength);
-    parsing = true;
-    parser.write(bytes, () => {
-      parsing = false;
-      askForMore();
-    });
-  } else {
-    asked = false;
-    fileEnded = true;
-    parser.end();
   }
 });

@@ -27,6 +27,7 @@ import { ApiError } from "../http/errors.js";
 import { addJob } from "../queue/add.js";
 import { type Definitions, definitionMap } from "./attributes.js";
 import { ATTRIBUTE_KEY_MAX_LENGTH, isAttributeKey } from "./fields.js";
+import { filePiece, storedFile } from "./import-file.js";
 import { type Batch, detectDelimiter, parserOptions, STAGE_COLUMNS } from "./import-rows.js";
 import type { FromParser, ParseJob, ToParser } from "./import-worker.js";
 
@@ -79,21 +80,6 @@ function* slices(bytes: Buffer) {
 /** A streaming parser over the bytes (records are arrays of strings), parsing no further than read. */
 export const csvRecords = (bytes: Buffer) =>
   Readable.from(slices(bytes), { highWaterMark: 1 }).pipe(parse(parserOptions(detectDelimiter(bytes))));
-
-/** Read from the stored file a piece at a time (256 KB), so the job's memory does not grow with the file. */
-const FILE_CHUNK = 256 * 1024;
-
-async function* storedFile(db: DbOrTx, importId: string, size: number) {
-  for (let offset = 0; offset < size; offset += FILE_CHUNK) {
-    const { rows } = await db.execute<{ piece: Buffer }>(
-      sql`select substring(data from ${offset + 1} for ${FILE_CHUNK}) as piece
-            from ${contactImportFiles} where import_id = ${importId}`,
-    );
-    const piece = rows[0]?.piece;
-    if (!piece) throw new Error("The uploaded file is gone");
-    yield piece;
-  }
-}
 
 /** The records (header excluded) in a stream of pieces: newlines outside quotes that end a non-empty line. */
 async function countStoredRecords(pieces: AsyncIterable<Buffer>) {
@@ -369,7 +355,7 @@ async function saveProgress(tx: DbOrTx, id: string, set: Partial<ImportRow>) {
 const STAGE = "contact_import_stage";
 
 /** The parsing thread's heap: the batches it builds stay far below; a runaway fails the import, not the service. */
-const PARSER_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 };
+const PARSER_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 4 };
 
 /** Starts the parsing thread (under tsx, as in the tests, from the TypeScript source). */
 function startParser(job: ParseJob) {
@@ -404,7 +390,7 @@ async function stageRows(client: pg.PoolClient, tx: DbOrTx, copy: Uint8Array) {
  * statements) while the worker builds the next; the file is deleted when the
  * import ends.
  */
-export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, importId: string) {
+export async function runImport(deps: Pick<AppDeps, "db" | "pool" | "now" | "log">, importId: string) {
   const { db } = deps;
   const [found] = await db.select().from(contactImports).where(eq(contactImports.id, importId));
   if (!found || found.status === "completed" || found.status === "failed") return;
@@ -421,7 +407,7 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
     return;
   }
   let current: ImportRow = found;
-  const pieces = () => storedFile(db, importId, file.size);
+  const pieces = () => storedFile(deps.pool, importId, file.size);
   if (current.status === "queued" || current.totalRows === null) {
     current =
       (await saveProgress(db, importId, {
@@ -432,11 +418,7 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
       })) ?? current;
   }
   const definitions = await definitionMap(db, current.accountId);
-  const [head] = await db
-    .execute<{ piece: Buffer }>(
-      sql`select substring(data from 1 for 65536) as piece from ${contactImportFiles} where import_id = ${importId}`,
-    )
-    .then((r) => r.rows);
+  const head = await filePiece(deps.pool, importId, 0, 64 * 1024);
   const update = current.onDuplicate === "update";
   let lastEventAt = 0;
 
@@ -495,7 +477,10 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
   };
 
   const worker = startParser({
-    delimiter: detectDelimiter(head?.piece ?? Buffer.alloc(0)),
+    connection: connectionSettings(deps.pool),
+    importId,
+    fileSize: file.size,
+    delimiter: detectDelimiter(head),
     mapping: current.mapping,
     plan: { definitions, defaultCountry: current.defaultCountry, addTags: current.addTags },
     update,
@@ -509,23 +494,7 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
     inbox.push(message);
     wake?.();
   };
-  const file$ = pieces();
-  const sendPiece = async () => {
-    const next = await file$.next();
-    if (next.done) worker.postMessage({ type: "end" } satisfies ToParser);
-    else {
-      // Handed over, not copied, when the piece owns its memory (as the driver's bytea value does).
-      const piece = next.value;
-      const owned = piece.byteOffset === 0 && piece.byteLength === piece.buffer.byteLength;
-      const bytes = owned ? new Uint8Array(piece.buffer, 0, piece.byteLength) : new Uint8Array(piece);
-      worker.postMessage({ type: "piece", bytes } satisfies ToParser, [bytes.buffer as ArrayBuffer]);
-    }
-  };
-  worker.on("message", (message: FromParser) => {
-    if (message.type === "want")
-      sendPiece().catch((error: Error) => deliver({ type: "failed", reason: error.message }));
-    else deliver(message);
-  });
+  worker.on("message", deliver);
   worker.on("error", (error) =>
     deliver({ type: "failed", reason: `the file could not be read: ${error.message}` }),
   );
@@ -559,12 +528,18 @@ export async function runImport(deps: Pick<AppDeps, "db" | "now" | "log">, impor
   } finally {
     worker.removeAllListeners("exit");
     await worker.terminate();
-    await file$.return(undefined);
     release(clientError);
   }
 }
 
 class ImportFailure extends Error {}
+
+/** What the parsing thread connects with: the pool's settings (its functions stay behind). */
+function connectionSettings(pool: pg.Pool): pg.ClientConfig {
+  const { connectionString, host, port, user, database, ssl } = pool.options;
+  const password = typeof pool.options.password === "string" ? pool.options.password : undefined;
+  return { connectionString, host, port, user, password, database, ssl };
+}
 
 /**
  * A connection of the pool's for statements that must share one (a COPY inside
