@@ -15,6 +15,7 @@ import { startedAnswer } from "../contracts/inbox.js";
 import { RECIPIENT_STATUSES } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { readJsonObject } from "../http/body.js";
+import { csvRow } from "../http/csv.js";
 import { ApiError } from "../http/errors.js";
 import { storableString } from "../http/input.js";
 import { docs } from "../http/openapi.js";
@@ -162,12 +163,6 @@ const OWNER = { ...COMMON, 403: "Not the account's owner (members and API keys m
 
 type Id = { Params: { id: string } };
 
-/** CSV field quoting (RFC 4180), with formula-looking cells defused for spreadsheets. */
-const csvField = (v: unknown) => {
-  let text = v === null || v === undefined ? "" : String(v);
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-};
 const CSV_COLUMNS = [
   "contact_id",
   "name",
@@ -478,9 +473,9 @@ export function registerCampaignRoutes(app: FastifyInstance, deps: AppDeps) {
       const campaign = await findCampaign(db, accountId, request.params.id);
       const { status } = parse(csvQuery, request.query);
       async function* lines() {
-        yield `${CSV_COLUMNS.join(",")}\r\n`;
+        yield csvRow(CSV_COLUMNS);
         for await (const page of allRecipients(db, campaign.id, status)) {
-          yield page.map((r) => `${CSV_COLUMNS.map((c) => csvField(r[c])).join(",")}\r\n`).join("");
+          yield page.map((r) => csvRow(CSV_COLUMNS.map((c) => r[c]))).join("");
         }
       }
       return reply

@@ -13,7 +13,12 @@ import { pgErrorCode } from "../db/errors.js";
 import { ATTRIBUTE_TYPES, type AttributeType, contactAttributeDefinitions } from "../db/schema/index.js";
 import { ApiError } from "../http/errors.js";
 import { storableString } from "../http/input.js";
-import { ATTRIBUTE_KEY, ATTRIBUTE_KEY_MAX_LENGTH, ATTRIBUTE_VALUE_MAX_LENGTH } from "./fields.js";
+import {
+  ATTRIBUTE_KEY,
+  ATTRIBUTE_KEY_MAX_LENGTH,
+  ATTRIBUTE_VALUE_MAX_LENGTH,
+  checkAttributeValue,
+} from "./values.js";
 
 export interface AttributeDefinition {
   key: string;
@@ -89,56 +94,6 @@ export async function deleteDefinition(db: DbOrTx, accountId: string, key: strin
     )
     .returning({ key: contactAttributeDefinitions.key });
   return gone.length > 0;
-}
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const TRUE = new Set(["true", "yes", "1"]);
-const FALSE = new Set(["false", "no", "0"]);
-
-/**
- * A value in the canonical form of its definition's type, or a problem
- * (what the value must be). Numbers, booleans and strings are accepted.
- */
-export function checkAttributeValue(
-  definition: Pick<AttributeDefinition, "type" | "options"> | undefined,
-  value: unknown,
-): { value: string } | { problem: string } {
-  const kind = typeof value;
-  if (
-    kind !== "string" &&
-    !(kind === "number" && definition?.type === "number") &&
-    !(kind === "boolean" && definition?.type === "boolean")
-  ) {
-    return { problem: "must be a string" };
-  }
-  const text = String(value).trim();
-  if (!definition) return { value: value as string };
-  switch (definition.type) {
-    case "text":
-      return { value: value as string };
-    case "number": {
-      const n = text === "" ? Number.NaN : Number(text);
-      return Number.isFinite(n) ? { value: String(n) } : { problem: "must be a number" };
-    }
-    case "date": {
-      const m = DATE.exec(text);
-      if (m) {
-        const d = new Date(`${text}T00:00:00Z`);
-        if (!Number.isNaN(d.getTime()) && d.toISOString().startsWith(text)) return { value: text };
-      }
-      return { problem: "must be a date (YYYY-MM-DD)" };
-    }
-    case "boolean": {
-      const lower = text.toLowerCase();
-      if (TRUE.has(lower)) return { value: "true" };
-      if (FALSE.has(lower)) return { value: "false" };
-      return { problem: "must be true or false" };
-    }
-    case "list":
-      return definition.options?.includes(text)
-        ? { value: text }
-        : { problem: `must be one of ${(definition.options ?? []).join(", ")}` };
-  }
 }
 
 export type Definitions = Map<string, AttributeDefinition>;

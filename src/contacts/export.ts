@@ -6,11 +6,11 @@ import { requireAccount } from "../auth/session.js";
 import type { Db } from "../db/client.js";
 import { contacts } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
+import { csvRow } from "../http/csv.js";
 import { docs } from "../http/openapi.js";
 import { parse } from "../http/validation.js";
 import { listDefinitions } from "./attributes.js";
 import { type ContactFilter, contactFilterSql } from "./contacts.js";
-import { csvRow } from "./csv.js";
 import { filterQuery } from "./fields.js";
 
 const PAGE = 2_000;

@@ -2,12 +2,14 @@
 import { z } from "zod";
 import { storableString } from "../http/input.js";
 import { searchQuery } from "./search.js";
-
-export const TAG_MAX_LENGTH = 50;
-export const TAGS_MAX = 50;
-export const ATTRIBUTE_KEY_MAX_LENGTH = 64;
-export const ATTRIBUTE_VALUE_MAX_LENGTH = 1024;
-export const ATTRIBUTES_MAX = 50;
+import {
+  ATTRIBUTE_KEY,
+  ATTRIBUTE_KEY_MAX_LENGTH,
+  ATTRIBUTE_VALUE_MAX_LENGTH,
+  ATTRIBUTES_MAX,
+  TAG_MAX_LENGTH,
+  TAGS_MAX,
+} from "./values.js";
 
 export const tag = storableString({ trim: true, min: 1, max: TAG_MAX_LENGTH });
 
@@ -16,13 +18,6 @@ export const tags = z
   .array(tag, { error: "must be an array of strings" })
   .max(TAGS_MAX, `must hold at most ${TAGS_MAX} tags`)
   .transform((list) => [...new Set(list)]);
-
-/** An attribute key: letters, digits, `_`, `.` or `-`. */
-export const ATTRIBUTE_KEY = /^[A-Za-z0-9_.-]+$/;
-
-/** Whether a string can be an attribute key (pattern and length). */
-export const isAttributeKey = (key: string) =>
-  key.length <= ATTRIBUTE_KEY_MAX_LENGTH && ATTRIBUTE_KEY.test(key);
 
 /**
  * A flat map of values (strings, or numbers and booleans for typed attributes:

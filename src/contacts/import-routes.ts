@@ -11,14 +11,13 @@ import { requireAccount } from "../auth/session.js";
 import { importAnswer, importPreview } from "../contracts/contacts.js";
 import { contactImportErrors } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
+import { csvRow } from "../http/csv.js";
 import { ApiError, notFound } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
-import { isStorable } from "../http/input.js";
 import { docs } from "../http/openapi.js";
+import { isStorable } from "../http/storable.js";
 import { getSettings } from "../settings/settings.js";
 import { definitionMap } from "./attributes.js";
-import { csvRow } from "./csv.js";
-import { TAG_MAX_LENGTH, TAGS_MAX } from "./fields.js";
 import {
   checkMapping,
   createImport,
@@ -31,6 +30,7 @@ import {
   toImportJson,
 } from "./import.js";
 import { isCountry } from "./phone.js";
+import { TAG_MAX_LENGTH, TAGS_MAX } from "./values.js";
 
 const TAGS = ["contacts"];
 const PREVIEW_ROWS = 10;

@@ -5,10 +5,10 @@
  * the staging table. The import's worker thread runs this (import-worker.ts).
  */
 import type { Options } from "csv-parse";
-import { isStorable } from "../http/input.js";
-import { checkAttributeValue, type Definitions } from "./attributes.js";
-import { TAG_MAX_LENGTH, TAGS_MAX } from "./fields.js";
+import { isStorable } from "../http/storable.js";
+import type { Definitions } from "./attributes.js";
 import { normalisePhone } from "./phone.js";
+import { checkAttributeValue, TAG_MAX_LENGTH, TAGS_MAX } from "./values.js";
 
 /** `;` when the header line has more semicolons than commas (outside quotes), else `,`. */
 export function detectDelimiter(bytes: Uint8Array): "," | ";" {

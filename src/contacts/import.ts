@@ -26,10 +26,10 @@ import type { AppDeps } from "../deps.js";
 import { ApiError } from "../http/errors.js";
 import { addJob } from "../queue/add.js";
 import { type Definitions, definitionMap } from "./attributes.js";
-import { ATTRIBUTE_KEY_MAX_LENGTH, isAttributeKey } from "./fields.js";
 import { filePiece, storedFile } from "./import-file.js";
 import { type Batch, detectDelimiter, parserOptions, STAGE_COLUMNS } from "./import-rows.js";
 import type { FromParser, ParseJob, ToParser } from "./import-worker.js";
+import { ATTRIBUTE_KEY_MAX_LENGTH, isAttributeKey } from "./values.js";
 
 export const IMPORT_TASK = "import-contacts";
 export const IMPORT_MAX_BYTES = 50 * 1024 * 1024;

@@ -23,9 +23,10 @@ import {
 import { createContact, getContact, listContacts, updateContact } from "./contacts.js";
 import { eraseContact, mergeContacts } from "./erase.js";
 import { registerContactExportRoute } from "./export.js";
-import { attributes, filterQuery, isAttributeKey, tags } from "./fields.js";
+import { attributes, filterQuery, tags } from "./fields.js";
 import { registerContactImportRoutes } from "./import-routes.js";
 import { normalisePhone } from "./phone.js";
+import { isAttributeKey } from "./values.js";
 
 const TAGS = ["contacts"];
 

@@ -1,5 +1,6 @@
 import { ApiError } from "../http/errors.js";
-import { isStorable, jsonValueProblem, UNSTORABLE_MESSAGE } from "../http/input.js";
+import { jsonValueProblem } from "../http/input.js";
+import { isStorable, UNSTORABLE_MESSAGE } from "../http/storable.js";
 import { isNodeType, NODE_TYPES, type NodeConfigs, type NodeType } from "./node-types/index.js";
 
 /**

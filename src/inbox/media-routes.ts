@@ -8,8 +8,8 @@ import { messages } from "../db/schema/index.js";
 import type { AppDeps } from "../deps.js";
 import { ApiError, notFound } from "../http/errors.js";
 import { isUuid } from "../http/ids.js";
-import { isStorable, UNSTORABLE_MESSAGE } from "../http/input.js";
 import { docs } from "../http/openapi.js";
+import { isStorable, UNSTORABLE_MESSAGE } from "../http/storable.js";
 import { mediaKey, mediaUrl } from "../media/download.js";
 import {
   attachmentDisposition,

@@ -1,4 +1,5 @@
-import { MAX_JSON_DEPTH, replaceUnstorable } from "../http/input.js";
+import { MAX_JSON_DEPTH } from "../http/input.js";
+import { replaceUnstorable } from "../http/storable.js";
 import { customerQueue } from "../queue/names.js";
 
 /**

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { isStorable, jsonValueProblem, UNSTORABLE_MESSAGE } from "../http/input.js";
+import { jsonValueProblem } from "../http/input.js";
+import { isStorable, UNSTORABLE_MESSAGE } from "../http/storable.js";
 
 const templateShape = z.object(
   {

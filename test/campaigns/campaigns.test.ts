@@ -404,6 +404,21 @@ describe("running a campaign", () => {
       "contact_id,name,phone,status,message_id,error_code,error_title,skipped_reason,updated_at",
     );
     expect(lines).toHaveLength(61);
+    // The first row is the first recipient as the API lists it (both go in contact id order).
+    const first = page.recipients[0] as Json;
+    expect(lines[1]).toBe(
+      [
+        first.contact_id,
+        first.name,
+        first.phone,
+        "sent",
+        first.message_id,
+        "",
+        "",
+        "",
+        first.updated_at,
+      ].join(","),
+    );
 
     // The last change's event is held back to keep one a second: it comes within 1.1 s.
     let updates: Json[] = [];
