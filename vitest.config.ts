@@ -43,6 +43,7 @@ const UNIT_TESTS = [
   "test/messaging/reactions/emoji.test.ts",
   "test/flows/runner/rules.test.ts",
   "test/upstream/sandbox/graph-client.test.ts",
+  "test/sending/send-windows.test.ts",
   "test/upstream/sandbox/webhook-payloads.test.ts",
   "test/templates/placeholders.test.ts",
   "test/messaging/webhook/payload.test.ts",

@@ -28,7 +28,13 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
-export async function startService(env: Record<string, string>): Promise<ServiceProcess> {
+/** The stall probe (stall-probe.ts), for a child whose timing a test checks. */
+export const STALL_PROBE = path.join(import.meta.dirname, "stall-probe.ts");
+
+export async function startService(
+  env: Record<string, string>,
+  options: { probeStalls?: boolean } = {},
+): Promise<ServiceProcess> {
   const port = await freePort();
   const childEnv: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -36,7 +42,11 @@ export async function startService(env: Record<string, string>): Promise<Service
     ...env,
     PORT: String(port),
   };
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: root, env: childEnv });
+  const probe = options.probeStalls ? ["--import", STALL_PROBE] : [];
+  const child = spawn(process.execPath, ["--import", "tsx", ...probe, "src/main.ts"], {
+    cwd: root,
+    env: childEnv,
+  });
   let output = "";
   child.stdout?.on("data", (c) => {
     output += c;
