@@ -63,7 +63,8 @@ const shape: Shape = {
 };
 /** The contact search scenario's account. */
 const CROWDED_CONTACTS = 100_000;
-const duration = quick ? 2 : 10;
+/** `--duration=S`: seconds per HTTP scenario (default 10; 2 quick), e.g. a quick run's shape at a full run's pace. */
+const duration = numberArg("duration") ?? (quick ? 2 : 10);
 const connections = 10;
 const log = (m: string) => console.log(m);
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { requireAccount, type Sessions } from "../auth/session.js";
 import { okAnswer } from "../contracts/common.js";
@@ -24,6 +24,7 @@ import {
   getFlow,
   getFlowWithNodesJson,
   listFlows,
+  nodeDocument,
   replaceFlow,
   setFlowStatus,
 } from "./service.js";
@@ -102,6 +103,26 @@ function requireName(value: unknown, message: string): string {
   if (typeof value !== "string") throw new ApiError(400, "name: must be a string");
   if (value.trim() === "") throw new ApiError(400, message);
   return value.trim();
+}
+
+/**
+ * PUT's body, checked in the spec's order (JSON, name, the other fields, the
+ * nodes' shapes), as what replaceFlow writes: the fields to change, and the
+ * nodes' document made at `now`. Nothing of the parsed body outlives this
+ * call: a 500-node body is garbage before the transaction's round trips,
+ * rather than kept (and moved to the old generation) across them.
+ */
+function readFlowChange(request: FastifyRequest, flowId: string, now: Date) {
+  const body = readJsonObject(request);
+  if (body.name !== undefined) requireName(body.name, "name cannot be empty");
+  const patch = parse(updateBody.omit({ nodes: true }), body);
+  return {
+    patch: { ...patch, ...(patch.name !== undefined && { name: patch.name.trim() }) },
+    nodes:
+      body.nodes === undefined
+        ? undefined
+        : nodeDocument(flowId, now.toISOString(), checkNodeShapes(body.nodes)),
+  };
 }
 
 /**
@@ -267,17 +288,9 @@ function flowRoutes(app: FastifyInstance, deps: { db: Db; sessions: Sessions; no
       const flowId = request.params.id;
       const accountId = caller.accountId;
       if (!accountId || !(await getFlow(db, { accountId, flowId }))) throw notFound();
-      const body = readJsonObject(request);
-      if (body.name !== undefined) requireName(body.name, "name cannot be empty");
-      const patch = parse(updateBody.omit({ nodes: true }), body);
-      const nodes = body.nodes === undefined ? undefined : checkNodeShapes(body.nodes);
-      const result = await replaceFlow(db, {
-        accountId,
-        flowId,
-        patch: { ...patch, ...(patch.name !== undefined && { name: patch.name.trim() }) },
-        nodes,
-        now: deps.now(),
-      });
+      const now = deps.now();
+      const { patch, nodes } = readFlowChange(request, flowId, now);
+      const result = await replaceFlow(db, { accountId, flowId, patch, nodes, now });
       if (!result) throw notFound();
       return reply.type("application/json; charset=utf-8").send(result);
     },

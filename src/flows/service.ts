@@ -152,21 +152,17 @@ export async function getFlowWithNodesJson(
 }
 
 /**
- * Replaces the flow's nodes with these, each made a new node written at
- * `createdAt` (toNodeJson): one row whatever their number, its JSON text
- * written as made. Answers that text.
+ * The nodes' document as flow_graphs keeps it and the API answers it: each a
+ * new node written at `createdAt` (toNodeJson), in the order given.
  */
-async function writeNodes(
-  tx: DbOrTx,
-  flowId: string,
-  createdAt: string,
-  inputs: NodeInput[],
-): Promise<string> {
-  const text = JSON.stringify(inputs.map((n) => toNodeJson(flowId, createdAt, n)));
+export const nodeDocument = (flowId: string, createdAt: string, nodes: NodeInput[]) =>
+  JSON.stringify(nodes.map((n) => toNodeJson(flowId, createdAt, n)));
+
+/** Replaces the flow's nodes with this document (nodeDocument): one row whatever their number. */
+async function writeNodes(tx: DbOrTx, flowId: string, document: string) {
   await tx.execute(sql`
-    insert into ${flowGraphs} (flow_id, nodes) values (${flowId}, ${text}::json)
+    insert into ${flowGraphs} (flow_id, nodes) values (${flowId}, ${document}::json)
     on conflict (flow_id) do update set nodes = excluded.nodes`);
-  return text;
 }
 
 export async function createFlow(
@@ -221,7 +217,9 @@ export async function cloneTemplate(
       })
       .returning();
     if (!row) throw new Error("flow insert returned nothing");
-    if (template.nodes.length > 0) await writeNodes(tx, row.id, row.createdAt.toISOString(), template.nodes);
+    if (template.nodes.length > 0) {
+      await writeNodes(tx, row.id, nodeDocument(row.id, row.createdAt.toISOString(), template.nodes));
+    }
     return toFlowJson(row);
   });
 }
@@ -236,14 +234,16 @@ export interface FlowPatch {
 }
 
 /**
- * PUT: changes the supplied fields, always moves updated_at, and when `nodes`
- * is given replaces every node. Answers the new `{ flow, nodes }` as JSON text. One transaction holding the flow row's lock,
- * so concurrent replacements apply one after the other and a failure keeps the
- * previous state whole. Null when the flow is gone (or was never visible).
+ * PUT: changes the supplied fields, always moves updated_at (to `now`), and
+ * when `nodes` is given (a nodeDocument made at `now`) replaces every node.
+ * Answers the new `{ flow, nodes }` as JSON text, the nodes as the very text
+ * written. One transaction holding the flow row's lock, so concurrent
+ * replacements apply one after the other and a failure keeps the previous
+ * state whole. Null when the flow is gone (or was never visible).
  */
 export async function replaceFlow(
   db: Db,
-  input: { accountId: string; flowId: string; patch: FlowPatch; nodes?: NodeInput[]; now: Date },
+  input: { accountId: string; flowId: string; patch: FlowPatch; nodes?: string; now: Date },
 ) {
   if (!isUuid(input.flowId)) return null;
   return db.transaction(async (tx) => {
@@ -263,13 +263,12 @@ export async function replaceFlow(
       .where(and(eq(flows.id, input.flowId), eq(flows.accountId, input.accountId)))
       .returning(flowFields);
     if (!row) return null;
-    if (!input.nodes) {
+    if (input.nodes === undefined) {
       const { rows } = await tx.execute<{ body: string }>(flowWithNodesSql(row.id, input.accountId));
       return rows[0]?.body ?? null;
     }
-    // The nodes' ids and created_at are made here, so the answer is the very text written.
-    const nodes = await writeNodes(tx, row.id, input.now.toISOString(), input.nodes);
-    return `{"flow":${JSON.stringify(toFlowJson(row))},"nodes":${nodes}}`;
+    await writeNodes(tx, row.id, input.nodes);
+    return `{"flow":${JSON.stringify(toFlowJson(row))},"nodes":${input.nodes}}`;
   });
 }
 
