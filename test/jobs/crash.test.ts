@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
-import { APP_SECRET, activeFlow, createWorld, type World } from "../flows/runner/helpers.js";
+import { APP_SECRET, activeFlow, createWorld, serviceEnv, type World } from "../flows/runner/helpers.js";
 import { uniqueDigits } from "../helpers/fixtures.js";
 import { metaStatuses } from "../helpers/meta-statuses.js";
 import { type ServiceProcess, startService } from "../helpers/service.js";
@@ -39,12 +39,7 @@ afterAll(async () => {
 const service = async (extra: Record<string, string> = {}) => {
   const started = await startService({
     ...extra,
-    DATABASE_URL: w.t.database.url,
-    META_GRAPH_API_URL: w.sandbox.url,
-    META_GRAPH_API_VERSION: w.t.config.graphApiVersion,
-    META_APP_SECRET: APP_SECRET,
-    ENCRYPTION_KEY: w.t.config.encryptionKey,
-    AUTH_SECRET: w.t.config.authSecret,
+    ...serviceEnv(w),
     WORKER_CONCURRENCY: String(CONCURRENCY),
     SEND_UNKNOWN_WINDOW_S: "3",
     LOG_LEVEL: "warn",

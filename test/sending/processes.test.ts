@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inboundTextPayload, signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
-import { APP_SECRET, activeFlow, createWorld, type World } from "../flows/runner/helpers.js";
+import { APP_SECRET, activeFlow, createWorld, serviceEnv, type World } from "../flows/runner/helpers.js";
 import { uniqueDigits } from "../helpers/fixtures.js";
 import { metaStatuses } from "../helpers/meta-statuses.js";
 import { sandboxOutput, startSandboxProcess, stopSandboxProcesses } from "../helpers/sandbox-process.js";
@@ -37,12 +37,7 @@ afterAll(async () => {
 const service = async (extra: Record<string, string> = {}, options: { probeStalls?: boolean } = {}) => {
   const started = await startService(
     {
-      DATABASE_URL: w.t.database.url,
-      META_GRAPH_API_URL: w.sandbox.url,
-      META_GRAPH_API_VERSION: w.t.config.graphApiVersion,
-      META_APP_SECRET: APP_SECRET,
-      ENCRYPTION_KEY: w.t.config.encryptionKey,
-      AUTH_SECRET: w.t.config.authSecret,
+      ...serviceEnv(w),
       SEND_UNKNOWN_WINDOW_S: String(UNKNOWN_WINDOW_S),
       // Few database connections: the machine's PostgreSQL is shared by every test running.
       WORKER_CONCURRENCY: "4",

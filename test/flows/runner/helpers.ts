@@ -67,6 +67,16 @@ export async function createWorld(
   };
 }
 
+/** What a real service (test/helpers/service.ts) needs to work on this world's database and sandbox. */
+export const serviceEnv = (w: World) => ({
+  DATABASE_URL: w.t.database.url,
+  META_GRAPH_API_URL: w.sandbox.url,
+  META_GRAPH_API_VERSION: w.t.config.graphApiVersion,
+  META_APP_SECRET: APP_SECRET,
+  ENCRYPTION_KEY: w.t.config.encryptionKey,
+  AUTH_SECRET: w.t.config.authSecret,
+});
+
 /** Posts a webhook body signed like Meta signs it. */
 export async function postWebhook(w: World, payload: object) {
   const raw = JSON.stringify(payload);
