@@ -108,9 +108,8 @@ function requireName(value: unknown, message: string): string {
 /**
  * PUT's body, checked in the spec's order (JSON, name, the other fields, the
  * nodes' shapes), as what replaceFlow writes: the fields to change, and the
- * nodes' document made at `now`. Nothing of the parsed body outlives this
- * call: a 500-node body is garbage before the transaction's round trips,
- * rather than kept (and moved to the old generation) across them.
+ * nodes' document made at `now`, before the transaction: the flow row's lock
+ * is not held while 500 nodes are stringified.
  */
 function readFlowChange(request: FastifyRequest, flowId: string, now: Date) {
   const body = readJsonObject(request);
