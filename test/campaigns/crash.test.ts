@@ -5,7 +5,7 @@ import { insertChannelConfig, uniqueDigits } from "../helpers/fixtures.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../helpers/harness.js";
 import { metaStatuses } from "../helpers/meta-statuses.js";
 import { rateWindows } from "../helpers/send-windows.js";
-import { type ServiceProcess, startService } from "../helpers/service.js";
+import { type ServiceProcess, serviceEnv, startService } from "../helpers/service.js";
 import { type Stall, stallsIn, watchStalls } from "../helpers/stalls.js";
 import { addContacts, CAMPAIGN_TEMPLATES, type Json } from "./helpers.js";
 
@@ -54,12 +54,7 @@ const stopWatching = watchStalls((stall) => ownStalls.push(stall));
 const service = async () => {
   const started = await startService(
     {
-      DATABASE_URL: t.database.url,
-      META_GRAPH_API_URL: sandbox.url,
-      META_GRAPH_API_VERSION: t.config.graphApiVersion,
-      META_APP_SECRET: APP_SECRET,
-      ENCRYPTION_KEY: t.config.encryptionKey,
-      AUTH_SECRET: t.config.authSecret,
+      ...serviceEnv(t, sandbox.url, APP_SECRET),
       SEND_UNKNOWN_WINDOW_S: String(UNKNOWN_WINDOW_S),
       WORKER_CONCURRENCY: "4",
       LOG_LEVEL: "warn",

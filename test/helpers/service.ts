@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import path from "node:path";
+import type { TestApp } from "./harness.js";
 
 /**
  * The real service (src/main.ts) as a child process on a database of the
@@ -27,6 +28,23 @@ export interface ServiceProcess {
   /** SIGTERM, and wait for the exit code. */
   stop(): Promise<number | null>;
 }
+
+/**
+ * What a real service needs to work on a test app's database, with Meta at
+ * `graphApiUrl` signing its webhooks with `appSecret`.
+ */
+export const serviceEnv = (
+  t: Pick<TestApp, "database" | "config">,
+  graphApiUrl: string,
+  appSecret: string,
+) => ({
+  DATABASE_URL: t.database.url,
+  META_GRAPH_API_URL: graphApiUrl,
+  META_GRAPH_API_VERSION: t.config.graphApiVersion,
+  META_APP_SECRET: appSecret,
+  ENCRYPTION_KEY: t.config.encryptionKey,
+  AUTH_SECRET: t.config.authSecret,
+});
 
 /** The stall probe (stall-probe.ts), for a child whose timing a test checks. */
 export const STALL_PROBE = path.join(import.meta.dirname, "stall-probe.ts");

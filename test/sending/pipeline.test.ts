@@ -8,6 +8,7 @@ import { createSendPipeline, type SendPipeline, type SendPriority } from "../../
 import { postgresSendRate, redisSendRate, type SendRate } from "../../src/sending/rate.js";
 import { GraphApiError, type GraphClient } from "../../src/upstream/graph.js";
 import { createTestDatabase } from "../helpers/harness.js";
+import { rateWindows } from "../helpers/send-windows.js";
 
 /**
  * The send pipeline in process against the test database: two pipelines with
@@ -90,18 +91,6 @@ function send(
   });
 }
 
-/** The most sends found in any one-second window (each window starting at a send). */
-function busiestSecond(times: number[]): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    let j = i;
-    while (j < sorted.length && (sorted[j] as number) < (sorted[i] as number) + 1000) j++;
-    most = Math.max(most, j - i);
-  }
-  return most;
-}
-
 async function twoInstancesShareTheRate(rates: [SendRate, SendRate]) {
   const calls: Call[] = [];
   const number = phone();
@@ -120,7 +109,12 @@ async function twoInstancesShareTheRate(rates: [SendRate, SendRate]) {
   expect(calls).toHaveLength(50);
   // Both instances sent (not one waiting for the other to finish).
   expect(new Set(calls.map((c) => c.to[0]))).toEqual(new Set(["0", "1"]));
-  expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(10);
+  expect(
+    rateWindows(
+      calls.map((c) => c.at),
+      10,
+    ).busiest,
+  ).toBeLessThanOrEqual(10);
   // 50 sends at 10 a second: the 50th cannot leave before 4.9 s.
   expect(elapsed).toBeGreaterThanOrEqual(4_900);
   expect(elapsed).toBeLessThan(9_000);
@@ -300,7 +294,12 @@ describe("the last check before the wire", () => {
     await pipeline.close();
     expect(results.every((r) => r.kind === "sent")).toBe(true);
     expect(calls).toHaveLength(60);
-    expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(20);
+    expect(
+      rateWindows(
+        calls.map((c) => c.at),
+        20,
+      ).busiest,
+    ).toBeLessThanOrEqual(20);
   }, 30_000);
 
   it("a send whose new connection was ready after its slot is written at a later slot, never late", async () => {
@@ -325,7 +324,12 @@ describe("the last check before the wire", () => {
     // The slow one waited for a slot of its own after its connection opened, rather than going at once
     // with the next slots' sends: ten a second, no one-second window holds more than ten.
     expect(calls.find((c) => c.to === "a")?.at).toBeGreaterThan(slow.readyAt);
-    expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(10);
+    expect(
+      rateWindows(
+        calls.map((c) => c.at),
+        10,
+      ).busiest,
+    ).toBeLessThanOrEqual(10);
   }, 20_000);
 
   it("a send its connection could not write goes back to its lane and is sent at a later slot, once", async () => {
@@ -423,7 +427,12 @@ describe("a slot reserved ahead (a reply being stored)", () => {
     await Promise.all(pipelines.map((p, k) => replies(p, k)));
     await Promise.all(pipelines.map((p) => p.close()));
     expect(calls).toHaveLength(16);
-    expect(busiestSecond(calls.map((c) => c.at))).toBeLessThanOrEqual(5);
+    expect(
+      rateWindows(
+        calls.map((c) => c.at),
+        5,
+      ).busiest,
+    ).toBeLessThanOrEqual(5);
   }, 30_000);
 
   it("a busy lane reserves in batches: hints meanwhile reserve nothing", async () => {

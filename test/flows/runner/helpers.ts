@@ -11,6 +11,7 @@ import {
 } from "../../../src/upstream/sandbox/webhook-payloads.js";
 import { insertChannelConfig, uniqueDigits } from "../../helpers/fixtures.js";
 import { createTestApp, signUpWithAccount, type TestApp, type TestUser } from "../../helpers/harness.js";
+import { serviceEnv as serviceEnvFor } from "../../helpers/service.js";
 
 /** JSON read back from the API or the sandbox, accessed loosely in assertions. */
 // biome-ignore lint/suspicious/noExplicitAny: test access into parsed JSON
@@ -68,14 +69,7 @@ export async function createWorld(
 }
 
 /** What a real service (test/helpers/service.ts) needs to work on this world's database and sandbox. */
-export const serviceEnv = (w: World) => ({
-  DATABASE_URL: w.t.database.url,
-  META_GRAPH_API_URL: w.sandbox.url,
-  META_GRAPH_API_VERSION: w.t.config.graphApiVersion,
-  META_APP_SECRET: APP_SECRET,
-  ENCRYPTION_KEY: w.t.config.encryptionKey,
-  AUTH_SECRET: w.t.config.authSecret,
-});
+export const serviceEnv = (w: World) => serviceEnvFor(w.t, w.sandbox.url, APP_SECRET);
 
 /** Posts a webhook body signed like Meta signs it. */
 export async function postWebhook(w: World, payload: object) {
