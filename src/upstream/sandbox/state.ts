@@ -75,6 +75,25 @@ export interface AcceptedMessage {
   callbackData?: string;
 }
 
+interface SendTally {
+  count: number;
+  first: number;
+  last: number;
+}
+
+/** `GET /_sandbox/sends`: what sendsTo found. */
+export interface SendsSummary {
+  /** Messages accepted. */
+  sends: number;
+  /** Distinct recipients among them. */
+  recipients: number;
+  /** Recipients who were sent more than one. */
+  repeated: number;
+  /** When the first and the last of them were accepted (null when none was). */
+  first_at: string | null;
+  last_at: string | null;
+}
+
 interface FaultRule {
   method: string | undefined;
   path: string | RegExp | undefined;
@@ -102,6 +121,8 @@ export class SandboxState {
   private log: RecordedRequest[] = [];
   /** Requests recorded since the log was last cleared, kept or not. */
   private received = 0;
+  /** Messages accepted since the log was last cleared, by type and recipient (never trimmed). */
+  private tally = new Map<string, SendTally>();
 
   constructor(options: { logLimit?: number; latencyMs?: number }) {
     this.logLimit = Math.max(1, options.logLimit ?? DEFAULT_LOG_LIMIT);
@@ -157,6 +178,45 @@ export class SandboxState {
   clearRequests() {
     this.log = [];
     this.received = 0;
+    this.tally = new Map();
+  }
+
+  /** Counts an accepted message for its recipient (see sendsTo): a few bytes per recipient. */
+  countSend(message: AcceptedMessage, at = Date.now()) {
+    const key = `${message.type}\u0000${message.to}`;
+    const seen = this.tally.get(key);
+    if (seen) {
+      seen.count += 1;
+      seen.last = at;
+    } else {
+      this.tally.set(key, { count: 1, first: at, last: at });
+    }
+  }
+
+  /**
+   * The messages of a type accepted since the log was last cleared, for
+   * recipients whose number starts with `toPrefix`: however many there were
+   * (the request log keeps only the newest SANDBOX_LOG_LIMIT), so a campaign
+   * of any size can be checked for sends exactly once.
+   */
+  sendsTo(type: string, toPrefix = ""): SendsSummary {
+    const summary: SendsSummary = { sends: 0, recipients: 0, repeated: 0, first_at: null, last_at: null };
+    let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
+    const head = `${type}\u0000${toPrefix}`;
+    for (const [key, seen] of this.tally) {
+      if (!key.startsWith(head)) continue;
+      summary.sends += seen.count;
+      summary.recipients += 1;
+      if (seen.count > 1) summary.repeated += 1;
+      first = Math.min(first, seen.first);
+      last = Math.max(last, seen.last);
+    }
+    if (summary.recipients > 0) {
+      summary.first_at = new Date(first).toISOString();
+      summary.last_at = new Date(last).toISOString();
+    }
+    return summary;
   }
 
   inject(match: FaultMatch, fault: SandboxFault) {

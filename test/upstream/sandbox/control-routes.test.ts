@@ -47,6 +47,53 @@ describe("the sandbox's request log", () => {
     expect(await readLog(url)).toMatchObject({ requests: [{ query: { n: "13" } }], dropped: 0 });
   }, 40_000);
 
+  it("counts the messages sent to each recipient, however many the log forgot, until DELETE", async () => {
+    const url = await startSandboxProcess({ SANDBOX_LOG_LIMIT: "2" });
+    const send = async (to: string, type: "text" | "reaction") => {
+      const response = await fetch(`${url}/v25.0/100000000000001/messages`, {
+        method: "POST",
+        headers: { authorization: "Bearer sandbox-token", "content-type": "application/json" },
+        body: JSON.stringify(
+          type === "text"
+            ? { messaging_product: "whatsapp", to, type, text: { body: "hi" } }
+            : { messaging_product: "whatsapp", to, type, reaction: { message_id: "wamid.x", emoji: "👍" } },
+        ),
+      });
+      expect(response.status).toBe(200);
+    };
+    const sends = async (query: string) => (await fetch(`${url}/_sandbox/sends?${query}`)).json();
+    const before = Date.now();
+    for (const to of ["15550001", "15550002", "15550003", "15550001", "16660001"]) await send(to, "text");
+    await send("15550002", "reaction");
+    // A read receipt is not a message.
+    await fetch(`${url}/v25.0/100000000000001/messages`, {
+      method: "POST",
+      headers: { authorization: "Bearer sandbox-token", "content-type": "application/json" },
+      body: JSON.stringify({ messaging_product: "whatsapp", status: "read", message_id: "wamid.x" }),
+    });
+
+    expect((await readLog(url)).dropped).toBe(5);
+    const texts = await sends("type=text&to_prefix=1555");
+    expect(texts).toMatchObject({ sends: 4, recipients: 3, repeated: 1 });
+    expect(Date.parse(texts.first_at)).toBeGreaterThanOrEqual(before - 1000);
+    expect(Date.parse(texts.last_at)).toBeGreaterThanOrEqual(Date.parse(texts.first_at));
+    expect(await sends("type=text")).toMatchObject({ sends: 5, recipients: 4, repeated: 1 });
+    expect(await sends("type=reaction")).toMatchObject({ sends: 1, recipients: 1, repeated: 0 });
+    expect(await sends("type=template")).toEqual({
+      sends: 0,
+      recipients: 0,
+      repeated: 0,
+      first_at: null,
+      last_at: null,
+    });
+    const noType = await fetch(`${url}/_sandbox/sends`);
+    expect(noType.status).toBe(400);
+    expect((await noType.json()).error).toMatch(/type is required/);
+
+    await fetch(`${url}/_sandbox/requests`, { method: "DELETE" });
+    expect(await sends("type=text")).toMatchObject({ sends: 0, recipients: 0 });
+  }, 40_000);
+
   it.each([
     ["SANDBOX_LOG_LIMIT", "lots", 'SANDBOX_LOG_LIMIT must be a whole number of at least 1 (got "lots")'],
     ["SANDBOX_LATENCY_MS", "-5", 'SANDBOX_LATENCY_MS must be a whole number from 0 to 60000 (got "-5")'],

@@ -39,6 +39,7 @@ const fields = (body: unknown) => (body ?? {}) as Record<string, unknown>;
 export const HELP = [
   "GET  /_sandbox/requests                 the Graph API requests received (tokens masked)",
   "DELETE /_sandbox/requests               forgets them (the log keeps the newest SANDBOX_LOG_LIMIT)",
+  "GET  /_sandbox/sends?type=&to_prefix=   messages of a type accepted since then, however many: {sends, recipients, repeated, first_at, last_at}",
   "GET|PUT /_sandbox/latency               {ms}: how long every Graph API answer waits (SANDBOX_LATENCY_MS)",
   "POST /_sandbox/numbers                  {phone_number_id, access_token, business_account_id?, pin?}",
   "POST /_sandbox/customer/text            {from, name?, text, to_webhook?}",
@@ -72,6 +73,12 @@ export function controlRoutes(app: FastifyInstance, state: SandboxState, options
       dropped: state.droppedRequests(),
     }),
   );
+  app.get("/_sandbox/sends", route, (request, reply) => {
+    const query = fields(request.query);
+    const type = str(query.type);
+    if (!type) return sendJson(reply, 400, { error: "type is required (text, template, reaction, ...)" });
+    return sendJson(reply, 200, state.sendsTo(type, str(query.to_prefix)));
+  });
   app.delete("/_sandbox/requests", route, (_request, reply) => {
     const cleared = state.requests().length;
     state.clearRequests();

@@ -26,6 +26,7 @@ export function messageRoutes(
     const number = state.phoneNumberFor(objectId, token, method);
     if (asObject(body).status === "read") return markRead(body);
     const accepted = acceptMessage(state, number, body);
+    state.countSend(accepted);
     onMessageAccepted?.(accepted);
     return {
       messaging_product: "whatsapp",
