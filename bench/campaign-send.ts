@@ -12,7 +12,8 @@
  * - At `messages_per_second` 80: the achieved rate (sends received by the sandbox, first to last)
  *   within 10 % of 80.
  * - The service's peak RSS while it sends a 100,000-recipient campaign at 1000 a second (10,000
- *   with --quick) stays below 250 MB, every recipient sent exactly once. At 80 a second: 2,400 recipients (800 with --quick).
+ *   with --quick) stays below 250 MB, every recipient sent exactly once. At 80 a second: 2,400
+ *   recipients (800 with --quick).
  *
  * The campaigns are started with the service's own startCampaign on the bench's database; the
  * service's workers (graphile-worker hears the jobs being added) do the sending.

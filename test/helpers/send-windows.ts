@@ -29,13 +29,22 @@ export interface RateWindows {
 const STALL_ENDS_BEFORE_MS = 30;
 const STALL_ENDS_AFTER_MS = 15;
 
-export function rateWindows(arrivals: number[], rate: number, stalls: Stall[] = []): RateWindows {
-  const times = [...arrivals].sort((a, b) => a - b);
+/** The most arrivals in any one-second window (each window starting at an arrival), of sorted times. */
+function busiestOf(times: number[]): number {
   let busiest = 0;
   for (let i = 0, j = 0; i < times.length; i++) {
     while (j < times.length && (times[j] as number) < (times[i] as number) + 1000) j++;
     busiest = Math.max(busiest, j - i);
   }
+  return busiest;
+}
+
+/** The most arrivals in any one-second window. */
+export const busiestSecond = (arrivals: number[]) => busiestOf([...arrivals].sort((a, b) => a - b));
+
+export function rateWindows(arrivals: number[], rate: number, stalls: Stall[] = []): RateWindows {
+  const times = [...arrivals].sort((a, b) => a - b);
+  const busiest = busiestOf(times);
   const close: RateWindows["close"] = [];
   let closest = Number.POSITIVE_INFINITY;
   for (let i = 0; i + rate < times.length; i++) {

@@ -182,7 +182,8 @@ export class SandboxState {
   }
 
   /** Counts an accepted message for its recipient (see sendsTo): a few bytes per recipient. */
-  countSend(message: AcceptedMessage, at = Date.now()) {
+  countSend(message: AcceptedMessage) {
+    const at = Date.now();
     const key = `${message.type}\u0000${message.to}`;
     const seen = this.tally.get(key);
     if (seen) {
