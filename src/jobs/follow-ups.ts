@@ -45,9 +45,15 @@ export interface FollowUpOptions {
 
 /**
  * Locks the queue's first due job for the worker ($1 queue id, $2 worker id,
- * $3 the task names this instance knows), counting the attempt.
+ * $3 the task names this instance knows), counting the attempt, and deletes
+ * the follow-up that just succeeded ($4, or null): one round trip between two
+ * jobs of a backlog instead of two. The job deleted is still locked by this
+ * worker, so it is never the one taken.
  */
-export const TAKE_NEXT_JOB = preparedText(`update graphile_worker._private_jobs as jobs
+export const TAKE_NEXT_JOB = preparedText(`with done as (
+    delete from graphile_worker._private_jobs where id = $4::bigint
+  )
+  update graphile_worker._private_jobs as jobs
     set attempts = jobs.attempts + 1, locked_at = now(), locked_by = $2
    from graphile_worker._private_tasks as tasks
   where jobs.id = (
@@ -64,13 +70,30 @@ export async function runFollowUps(
   held: { queueId: number; workerId: string },
 ): Promise<void> {
   const { pool, tasks, deps } = options;
+  /** The follow-up that succeeded and is not deleted yet (the next look deletes it). */
+  let finished: string | null = null;
+  const deleteFinished = async () => {
+    if (finished === null) return;
+    const id = finished;
+    finished = null;
+    await pool.query("delete from graphile_worker._private_jobs where id = $1::bigint", [id]);
+  };
   for (let n = 0; n < MAX_FOLLOW_UPS && options.running(); n++) {
-    const { rows } = await pool.query<QueuedJob>(TAKE_NEXT_JOB, [
-      held.queueId,
-      held.workerId,
-      Object.keys(tasks),
-    ]);
-    const job = rows[0];
+    let job: QueuedJob | undefined;
+    try {
+      const { rows }: pg.QueryResult<QueuedJob> = await pool.query<QueuedJob>(TAKE_NEXT_JOB, [
+        held.queueId,
+        held.workerId,
+        Object.keys(tasks),
+        finished,
+      ]);
+      finished = null;
+      job = rows[0];
+    } catch (error) {
+      // The statement's delete went with it: the job that succeeded must not run again.
+      await deleteFinished();
+      throw error;
+    }
     const task = job && tasks[job.identifier];
     if (!job || !task) return;
     try {
@@ -95,6 +118,8 @@ export async function runFollowUps(
       );
       return;
     }
-    await pool.query("delete from graphile_worker._private_jobs where id = $1::bigint", [job.id]);
+    finished = job.id;
   }
+  // The last follow-up allowed, or the instance is stopping: no next look to delete it with.
+  await deleteFinished();
 }

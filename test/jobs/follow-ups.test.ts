@@ -77,6 +77,36 @@ describe("follow-up jobs of a held queue", () => {
     expect(await jobsLeft()).toEqual([]);
   });
 
+  it("deletes each job that succeeded in the same statement that takes the next", async () => {
+    const held = await queue([
+      { task: "record", name: "first" },
+      { task: "record", name: "second" },
+      { task: "record", name: "third" },
+    ]);
+    const statements: string[] = [];
+    const pool = t.database.pool;
+    const counting = {
+      query: (text: unknown, values?: unknown[]) => {
+        statements.push(String(text));
+        return pool.query(text as string, values);
+      },
+    } as unknown as typeof pool;
+    await runFollowUps({ pool: counting, tasks, deps: t.app.deps, running: () => true }, held);
+    expect(ran).toEqual(["first", "second", "third"]);
+    expect(await jobsLeft()).toEqual([]);
+    // Three takes and the last, empty look that also deletes the third: no separate deletes.
+    expect(statements).toHaveLength(4);
+    expect(statements.every((s) => s === TAKE_NEXT_JOB)).toBe(true);
+  });
+
+  it("deletes the last job it may run, with no look after it", async () => {
+    const names = Array.from({ length: MAX_FOLLOW_UPS }, (_, i) => `job${i}`);
+    const held = await queue(names.map((name) => ({ task: "record", name })));
+    await run(held);
+    expect(ran).toEqual(names);
+    expect(await jobsLeft()).toEqual([]);
+  });
+
   it("stops at a job it has no task for, leaving it and what follows untouched", async () => {
     const held = await queue([
       { task: "record", name: "first" },
@@ -138,7 +168,7 @@ describe("follow-up jobs of a held queue", () => {
     await t.database.pool.query("analyze graphile_worker._private_jobs");
     const { rows } = await t.database.pool.query<{ "QUERY PLAN": unknown }>(
       `explain (format json) ${TAKE_NEXT_JOB}`,
-      [held.queueId, held.workerId, ["record"]],
+      [held.queueId, held.workerId, ["record"], null],
     );
     const plan = JSON.stringify(rows[0]!["QUERY PLAN"]);
     expect(plan).toContain('"Index Name":"jobs_queue_due_idx"');
