@@ -38,35 +38,55 @@ const dialect = new PgDialect();
 /**
  * Runs `work` in a transaction on one of the pool's connections, begun by
  * `opening`: a simple query (no parameters) of `begin` and the statements to
- * run first, all in one round trip. drizzle's own `transaction` sends `begin`
- * alone; the transaction given to `work` is drizzle's (queries, relational
- * queries, savepoints), on that connection. Commits when `work` resolves,
- * rolls back when it throws; a connection that cannot even roll back is
- * dropped, not given to the next caller.
+ * run first. The connection is pipelined while the transaction lasts (pg's
+ * pipeline mode), so the opening goes out together with the work's first
+ * statement instead of a round trip before it: PostgreSQL still runs them in
+ * order, and should the opening fail, the statements behind it fail in the
+ * aborted transaction and the opening's error is the one thrown. drizzle's
+ * own `transaction` sends `begin` alone; the transaction given to `work` is
+ * drizzle's (queries, relational queries, savepoints), on that connection.
+ * Commits when `work` resolves, rolls back when it throws; a connection that
+ * cannot even roll back is dropped, not given to the next caller.
  */
 export async function transactionOpenedWith<T>(
   pool: pg.Pool,
   opening: string,
   work: (tx: DbOrTx) => Promise<T>,
 ): Promise<T> {
-  const client = await pool.connect();
+  const client = (await pool.connect()) as pg.PoolClient & { pipeline?: boolean };
   let broken: Error | undefined;
+  const pipelines = typeof client.pipeline === "boolean";
+  if (pipelines) client.pipeline = true;
+  let openingFailed: { error: unknown } | undefined;
+  const opened = client.query(opening).then(
+    () => undefined,
+    (error: unknown) => {
+      openingFailed = { error };
+    },
+  );
   try {
-    await client.query(opening);
     const tx = new NodePgTransaction(
       dialect,
       new NodePgSession(client, dialect, relationalSchema),
       relationalSchema,
     ) as unknown as DbOrTx;
-    const result = await work(tx);
+    let result: T;
+    try {
+      result = await work(tx);
+    } finally {
+      await opened;
+    }
+    if (openingFailed) throw openingFailed.error;
     await client.query("commit");
     return result;
   } catch (error) {
     await client.query("rollback").catch((rollbackError: unknown) => {
       broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
     });
-    throw error;
+    throw openingFailed ? openingFailed.error : error;
   } finally {
+    // Every statement sent has been answered (the rollback or commit was the last): back to one at a time.
+    if (pipelines) client.pipeline = false;
     client.release(broken);
   }
 }

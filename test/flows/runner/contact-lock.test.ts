@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DbOrTx } from "../../../src/db/client.js";
+import { type DbOrTx, transactionOpenedWith } from "../../../src/db/client.js";
 import { prepareMarkedStatements } from "../../../src/db/prepared.js";
 import { onCommit, withContactLock } from "../../../src/flows/runner/store.js";
 import { createTestDatabase } from "../../helpers/harness.js";
@@ -11,8 +11,8 @@ import { createTestDatabase } from "../../helpers/harness.js";
 /**
  * withContactLock begins its transaction and takes the contact's lock in one
  * round trip (transactionOpenedWith, src/db/client.ts: a drizzle transaction
- * on a connection whose `begin` the caller sends): what every advance and
- * every send's record rely on.
+ * on a connection whose `begin` the caller sends, pipelined with the work's
+ * first statement): what every advance and every send's record rely on.
  */
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -149,5 +149,70 @@ describe("withContactLock", () => {
     const second = withContactLock(pool, odd, (db) => insert(db, "odd: second"));
     await Promise.all([first, second]);
     expect(await rows()).toEqual(["odd: start", "odd: end", "odd: second"]);
+  });
+  it("sends the work's first statement behind the opening before the opening is answered", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    const key = `flow-runner:${contact.accountId}:${contact.contactId}`;
+    // Another connection holds the contact's lock, so the opening cannot be answered until it lets go.
+    const holder = await pool.connect();
+    await holder.query("begin");
+    await holder.query("select pg_advisory_xact_lock(hashtextextended($1, 0))", [key]);
+    const written: string[] = [];
+    const watched = new WeakSet<object>();
+    const watch = (client: pg.PoolClient) => {
+      const stream = (
+        client as unknown as { connection: { stream: { write: (...a: unknown[]) => boolean } } }
+      ).connection.stream;
+      if (watched.has(stream)) return;
+      watched.add(stream);
+      const write = stream.write.bind(stream);
+      stream.write = (chunk: unknown, ...rest: unknown[]) => {
+        if (Buffer.isBuffer(chunk)) written.push(chunk.toString("latin1"));
+        return write(chunk, ...rest);
+      };
+    };
+    // Every idle connection of the pool is watched, whichever the transaction gets.
+    const idle = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
+    for (const client of idle) {
+      watch(client);
+      client.release();
+    }
+    let answered = false;
+    const run = withContactLock(pool, contact, async (db) => {
+      await insert(db, "behind the opening");
+      answered = true;
+    });
+    await sleep(300);
+    expect(answered).toBe(false);
+    expect(written.some((chunk) => chunk.includes("pg_advisory_xact_lock"))).toBe(true);
+    expect(written.some((chunk) => chunk.includes("insert into lock_probe"))).toBe(true);
+    await holder.query("commit");
+    holder.release();
+    await run;
+    expect(await rows()).toEqual(["behind the opening"]);
+  });
+
+  it("throws an opening's failure, writes none of the work, and gives the connection back unpipelined", async () => {
+    await pool.query("truncate lock_probe");
+    const solo = new pg.Pool({ connectionString: database.url, max: 1 });
+    solo.on("error", () => undefined);
+    try {
+      await expect(
+        transactionOpenedWith(solo, "begin; select 1 / 0", async (db) => {
+          await insert(db, "after a failed opening");
+        }),
+      ).rejects.toThrow("division by zero");
+      const client = (await solo.connect()) as pg.PoolClient & { pipeline?: boolean };
+      try {
+        expect(client.pipeline).toBe(false);
+        expect((await client.query("select 2 as two")).rows).toEqual([{ two: 2 }]);
+      } finally {
+        client.release();
+      }
+      expect(await rows()).toEqual([]);
+    } finally {
+      await solo.end();
+    }
   });
 });
