@@ -5,7 +5,13 @@ import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
 import { contextFor, lockRunContext } from "../flows/runner/dispatch.js";
-import { continueAfterSend, failRun, guardRun, type RunnerDeps } from "../flows/runner/engine.js";
+import {
+  continueAfterSend,
+  failRun,
+  guardRun,
+  type RunContext,
+  type RunnerDeps,
+} from "../flows/runner/engine.js";
 import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
 import type { ClaimedSend } from "../ports.js";
 import { addJob, addJobSql } from "../queue/add.js";
@@ -429,9 +435,12 @@ async function recordSent(
 ) {
   const sentAt = deps.now();
   await withContactLock(deps.pool, { accountId: sent.accountId, contactId: sent.contactId }, async (tx) => {
-    // The message and its settle job in one statement.
-    const { rows } = await tx.execute<{ campaign_id: string | null }>(
-      prepared(sql`
+    // The message and its settle job in one statement; the run's context read beside it, in the same
+    // round trip (the transaction's connection is pipelined, see transactionOpenedWith): it does not
+    // depend on that update, and both hold the contact's lock.
+    const [{ rows }, ctx] = await Promise.all([
+      tx.execute<{ campaign_id: string | null }>(
+        prepared(sql`
       with sent as (
         update ${messages}
            set message_id = coalesce(message_id, ${sent.upstreamId}::text),
@@ -442,24 +451,23 @@ async function recordSent(
       )
       select (select campaign_id from sent) as campaign_id,
              graphile_worker.remove_job(${settleKey(payload.messageId)}::text) is not null as removed`),
-    );
+      ),
+      payload.runId ? lockRunContext(tx, deps, payload.runId) : null,
+    ]);
     const campaignId = rows[0]?.campaign_id;
     if (campaignId)
       await campaignSendOutcome(tx, { messageId: payload.messageId, campaignId, status: "sent" });
-    if (payload.runId)
-      await continueRun(tx, deps, payload, { upstreamId: sent.upstreamId, type: sent.type, at: sentAt });
+    await continueRun(ctx, payload, { upstreamId: sent.upstreamId, type: sent.type, at: sentAt });
   });
 }
 
+/** Moves on the run `ctx` (read under the contact's lock) if it still waits for this message. */
 async function continueRun(
-  tx: DbOrTx,
-  deps: SendDeps,
+  ctx: RunContext | null,
   payload: SendPayload,
   sent: { upstreamId: string; type: string; at: Date },
 ) {
-  if (!payload.runId) return;
-  const ctx = await lockRunContext(tx, deps, payload.runId);
-  if (ctx?.run.awaitingMessageId !== payload.messageId) return;
+  if (!payload.runId || ctx?.run.awaitingMessageId !== payload.messageId) return;
   ctx.steps = payload.steps ?? 0;
   await guardRun(ctx, () =>
     continueAfterSend(ctx, {
@@ -612,8 +620,9 @@ export async function settleSend(deps: SendDeps, payload: SendPayload): Promise<
     // Sent (recorded, or named by Meta's status webhook): the run goes on if it still waits for it.
     if (payload.runId && row.contact_id) {
       const contactId = row.contact_id;
-      await withContactLock(deps.pool, { accountId: row.account_id, contactId }, (tx) =>
-        continueRun(tx, deps, payload, {
+      const runId = payload.runId;
+      await withContactLock(deps.pool, { accountId: row.account_id, contactId }, async (tx) =>
+        continueRun(await lockRunContext(tx, deps, runId), payload, {
           upstreamId: row.upstream_id as string,
           type: row.type,
           at: deps.now(),
