@@ -44,6 +44,15 @@ function record() {
       c: this.processID,
       tag: "pg",
     });
+    // A query given a callback (pg.Pool#query passes one) is timed by wrapping it.
+    const end = (fn) =>
+      function ended(...args) {
+        entry.e = now();
+        return fn.apply(this, args);
+      };
+    if (typeof values === "function") values = end(values);
+    else if (typeof callback === "function") callback = end(callback);
+    else if (typeof config?.callback === "function") config.callback = end(config.callback);
     const result = query.call(this, config, values, callback);
     if (typeof result?.then === "function")
       result.then(
