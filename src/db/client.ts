@@ -1,4 +1,4 @@
-import { createTableRelationsHelpers, extractTablesRelationalConfig } from "drizzle-orm";
+import { createTableRelationsHelpers, extractTablesRelationalConfig, type SQL } from "drizzle-orm";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { NodePgSession, NodePgTransaction } from "drizzle-orm/node-postgres/session";
 import { PgDialect } from "drizzle-orm/pg-core";
@@ -42,11 +42,13 @@ const dialect = new PgDialect();
  * pipeline mode), so the opening goes out together with the work's first
  * statement instead of a round trip before it: PostgreSQL still runs them in
  * order, and should the opening fail, the statements behind it fail in the
- * aborted transaction and the opening's error is the one thrown. drizzle's
- * own `transaction` sends `begin` alone; the transaction given to `work` is
- * drizzle's (queries, relational queries, savepoints), on that connection.
- * Commits when `work` resolves, rolls back when it throws; a connection that
- * cannot even roll back is dropped, not given to the next caller.
+ * aborted transaction and the opening's error is the one thrown. The work may
+ * end the transaction with its last statement and the commit sent together
+ * (commitWith). drizzle's own `transaction` sends `begin` alone; the
+ * transaction given to `work` is drizzle's (queries, relational queries,
+ * savepoints), on that connection. Commits when `work` resolves, rolls back
+ * when it throws; a connection that cannot even roll back is dropped, not
+ * given to the next caller.
  */
 export async function transactionOpenedWith<T>(
   pool: pg.Pool,
@@ -64,12 +66,39 @@ export async function transactionOpenedWith<T>(
       openingFailed = { error };
     },
   );
+  // What the work's statements go through: after commitWith's statement, the commit goes out right
+  // behind it, and no statement may follow (it would run outside the transaction).
+  let ending: { commit?: Promise<unknown> } | undefined;
+  let ended = false;
+  const connection = {
+    query(...args: unknown[]): unknown {
+      if (ending?.commit)
+        return Promise.reject(new Error("The transaction has committed: no statement may follow"));
+      const ran = (client.query as (...a: unknown[]) => unknown)(...args);
+      if (ending) ending.commit = client.query("commit");
+      return ran;
+    },
+  };
   try {
     const tx = new NodePgTransaction(
       dialect,
-      new NodePgSession(client, dialect, relationalSchema),
+      new NodePgSession(connection as unknown as pg.PoolClient, dialect, relationalSchema),
       relationalSchema,
     ) as unknown as DbOrTx;
+    finishers.set(tx, async (query) => {
+      if (ending) throw new Error("The transaction is ending already");
+      ending = {};
+      try {
+        const result = await tx.execute(query);
+        await ending.commit;
+        ended = true;
+        return result;
+      } catch (error) {
+        // A failed statement aborted the transaction, and the commit behind it rolled it back.
+        await ending.commit?.catch(() => undefined);
+        throw error;
+      }
+    });
     let result: T;
     try {
       result = await work(tx);
@@ -77,7 +106,7 @@ export async function transactionOpenedWith<T>(
       await opened;
     }
     if (openingFailed) throw openingFailed.error;
-    await client.query("commit");
+    if (!ended) await client.query("commit");
     return result;
   } catch (error) {
     await client.query("rollback").catch((rollbackError: unknown) => {
@@ -89,4 +118,20 @@ export async function transactionOpenedWith<T>(
     if (pipelines) client.pipeline = false;
     client.release(broken);
   }
+}
+
+/** The transactions of transactionOpenedWith, and how each ends with its last statement. */
+const finishers = new WeakMap<object, (query: SQL) => Promise<pg.QueryResult<Record<string, unknown>>>>();
+
+/**
+ * Runs `query` as the last statement of `tx` and commits: on a transaction
+ * of transactionOpenedWith the two go out together (one round trip), and a
+ * statement run on `tx` afterwards fails. Anything that must roll the
+ * transaction back has to make `query` fail by itself (its answer is read
+ * after the commit). On any other handle it only runs `query`, and the
+ * caller's transaction, if any, commits as it would have.
+ */
+export async function commitWith(tx: DbOrTx, query: SQL): Promise<Record<string, unknown>[]> {
+  const finish = finishers.get(tx);
+  return (finish ? await finish(query) : await tx.execute<Record<string, unknown>>(query)).rows;
 }

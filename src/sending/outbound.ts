@@ -469,13 +469,17 @@ async function continueRun(
 ) {
   if (!payload.runId || ctx?.run.awaitingMessageId !== payload.messageId) return;
   ctx.steps = payload.steps ?? 0;
-  await guardRun(ctx, () =>
-    continueAfterSend(ctx, {
-      messageId: payload.messageId,
-      upstreamId: sent.upstreamId,
-      type: sent.type,
-      at: sent.at,
-    }),
+  // The run's write is the transaction's last statement: it goes out with the commit.
+  await guardRun(
+    ctx,
+    () =>
+      continueAfterSend(ctx, {
+        messageId: payload.messageId,
+        upstreamId: sent.upstreamId,
+        type: sent.type,
+        at: sent.at,
+      }),
+    { last: true },
   );
 }
 

@@ -292,6 +292,8 @@ async function offer(
       replyTo: message.upstreamId,
       inbound: inboundFacts(event),
       receiptOf: message.id,
+      // Nothing follows the run's write in this transaction (see offerToFlows): it goes with the commit.
+      last: true,
     });
     return { outcome: "started", runId: started.id, receiptWritten: true };
   }
@@ -437,6 +439,8 @@ async function startRun(
     inbound?: RunContext["inbound"];
     /** The customer message that started the run (its receipt is written with the run). */
     receiptOf?: string;
+    /** The run's write ends the caller's transaction (guardRun's `last`). */
+    last?: boolean;
   },
 ): Promise<RunRow> {
   const { contact, flow, flowVersion } = input;
@@ -479,7 +483,7 @@ async function startRun(
     replyTo: input.replyTo ?? null,
     inbound: input.inbound,
   };
-  await guardRun(ctx, () => walk(ctx, flow.entryNodeId, null));
+  await guardRun(ctx, () => walk(ctx, flow.entryNodeId, null), { last: input.last });
   return ctx.run;
 }
 

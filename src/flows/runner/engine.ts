@@ -669,12 +669,17 @@ async function applyFallback(
  * Runs an advance and writes what it changed on the run (one statement). A
  * run that vanished (its flow was deleted) or ended under it is reported, and
  * any other failure ends the run `failed` before it is rethrown, so no run is
- * left half-advanced and active.
+ * left half-advanced and active. With `last`, the run's write ends the
+ * transaction (writeRun's `last`): the caller runs no statement after it.
  */
-export async function guardRun<T>(ctx: RunContext, work: () => Promise<T>): Promise<T | "run_gone"> {
+export async function guardRun<T>(
+  ctx: RunContext,
+  work: () => Promise<T>,
+  options: { last?: boolean } = {},
+): Promise<T | "run_gone"> {
   try {
     const result = await work();
-    await writeRun(ctx.db, ctx.run.id, ctx.writes);
+    await writeRun(ctx.db, ctx.run.id, ctx.writes, options);
     return result;
   } catch (error) {
     if (error instanceof RunGone) return "run_gone";

@@ -1,7 +1,8 @@
 import { randomInt } from "node:crypto";
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import type pg from "pg";
-import { type DbOrTx, transactionOpenedWith } from "../../db/client.js";
+import { commitWith, type DbOrTx, transactionOpenedWith } from "../../db/client.js";
+import { pgErrorCode } from "../../db/errors.js";
 import { prepared } from "../../db/prepared.js";
 import { EXECUTION_COUNT_SHARDS, type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
 
@@ -132,9 +133,18 @@ function patchValue(key: keyof RunPatch, value: unknown) {
  * and the flow's execution count when the advance has them (the counter row,
  * locked until the commit, is taken last), and the write left `alongside`
  * (its own condition); RunGone when the run is no longer active (only
- * possible for a run the advance did not lock). Clears `writes`.
+ * possible for a run the advance did not lock), RunBusy when the run it
+ * inserts cannot be (the statement itself fails then, so its transaction
+ * rolls back). With `last`, the statement ends the transaction: it and the
+ * commit go out together (commitWith), and nothing may follow it. Clears
+ * `writes`.
  */
-export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Promise<void> {
+export async function writeRun(
+  db: DbOrTx,
+  runId: string,
+  writes: RunWrites,
+  options: { last?: boolean } = {},
+): Promise<void> {
   const keys = (Object.keys(writes.patch) as Array<keyof RunPatch>).filter(
     (key) => writes.patch[key] !== undefined,
   );
@@ -157,8 +167,11 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
       at: e.at.toISOString(),
     })),
   );
-  const { rows } = await db.execute<{ n: number } & Record<string, unknown>>(
-    prepared(sql`
+  // A run that could not be inserted fails the statement (flow_run_busy, migration 0024).
+  const written = insert
+    ? sql`(select case when count(*) = 0 then flow_run_busy() else count(*)::int end from run)`
+    : sql`(select count(*)::int from run)`;
+  const statement = prepared(sql`
     with ${alongside ? sql`${alongside.ctes}, ` : sql``}run as (${target}),
     events as (
       insert into flow_run_events (run_id, flow_id, event_type, node_key, payload, created_at)
@@ -187,10 +200,16 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
       }
     ${
       alongside
-        ? sql`select (select count(*)::int from run) as n, ${alongside.columns} from ${alongside.from}`
-        : sql`select count(*)::int as n from run`
-    }`),
-  );
+        ? sql`select ${written} as n, ${alongside.columns} from ${alongside.from}`
+        : sql`select ${written} as n`
+    }`);
+  let rows: Record<string, unknown>[];
+  try {
+    rows = options.last ? await commitWith(db, statement) : (await db.execute(statement)).rows;
+  } catch (error) {
+    if (pgErrorCode(error) === RUN_BUSY_CODE) throw new RunBusy();
+    throw error;
+  }
   writes.patch = {};
   writes.events = [];
   writes.receipt = undefined;
@@ -202,8 +221,11 @@ export async function writeRun(db: DbOrTx, runId: string, writes: RunWrites): Pr
     if (!row) throw new Error("The write that went with the run's returned nothing");
     alongside.read(row);
   }
-  if ((rows[0]?.n ?? 0) === 0) throw insert ? new RunBusy() : new RunGone();
+  if (((rows[0]?.n as number | undefined) ?? 0) === 0) throw insert ? new RunBusy() : new RunGone();
 }
+
+/** The SQLSTATE of flow_run_busy(). */
+const RUN_BUSY_CODE = "WA409";
 
 /** The run's insert, for writeRun's `run` CTE (nothing when the contact has an active run). */
 function insertRunSql(run: RunRow) {

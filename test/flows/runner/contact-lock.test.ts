@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DbOrTx, transactionOpenedWith } from "../../../src/db/client.js";
+import { commitWith, type DbOrTx, transactionOpenedWith } from "../../../src/db/client.js";
 import { prepareMarkedStatements } from "../../../src/db/prepared.js";
 import { onCommit, withContactLock } from "../../../src/flows/runner/store.js";
 import { createTestDatabase } from "../../helpers/harness.js";
@@ -214,5 +214,62 @@ describe("withContactLock", () => {
     } finally {
       await solo.end();
     }
+  });
+  it("sends a last statement and the commit together, and refuses a statement after them", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    const written: string[] = [];
+    const idle = await Promise.all([pool.connect(), pool.connect(), pool.connect(), pool.connect()]);
+    for (const client of idle) {
+      const stream = (
+        client as unknown as { connection: { stream: { write: (...a: unknown[]) => boolean } } }
+      ).connection.stream;
+      const write = stream.write.bind(stream);
+      stream.write = (chunk: unknown, ...rest: unknown[]) => {
+        if (Buffer.isBuffer(chunk)) written.push(chunk.toString("latin1"));
+        return write(chunk, ...rest);
+      };
+      client.release();
+    }
+    let commitSentBeforeAnswer = false;
+    let after: unknown;
+    await withContactLock(pool, contact, async (db) => {
+      await insert(db, "first");
+      const last = commitWith(db, sql`insert into lock_probe (label) select 'last' from pg_sleep(0.3)`);
+      await sleep(100);
+      // The statement is still running in PostgreSQL, and the commit is on its way behind it.
+      commitSentBeforeAnswer = written.some((chunk) => /Q[\s\S]{4}commit\0/.test(chunk));
+      await last;
+      after = await insert(db, "after the commit").catch((error: Error) => error);
+    });
+    expect(commitSentBeforeAnswer).toBe(true);
+    expect(after).toBeInstanceOf(Error);
+    // drizzle names the statement, and gives the reason as the cause.
+    expect(String((after as Error & { cause?: Error }).cause?.message)).toContain("no statement may follow");
+    expect(await rows()).toEqual(["first", "last"]);
+    expect(pool.idleCount).toBe(pool.totalCount);
+  });
+
+  it("rolls the whole transaction back when its last statement fails", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    let hookRan = false;
+    await expect(
+      withContactLock(pool, contact, async (db) => {
+        await insert(db, "rolled back");
+        onCommit(db, async () => {
+          hookRan = true;
+        });
+        await commitWith(
+          db,
+          sql`insert into lock_probe (label) values ((1 / (select count(*) - 1 from lock_probe))::text)`,
+        );
+      }),
+    ).rejects.toMatchObject({ cause: { message: "division by zero" } });
+    expect(await rows()).toEqual([]);
+    expect(hookRan).toBe(false);
+    // The lock went with the transaction, and the connection works unpipelined.
+    await withContactLock(pool, contact, (db) => insert(db, "next"));
+    expect(await rows()).toEqual(["next"]);
   });
 });

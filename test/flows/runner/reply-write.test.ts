@@ -1,8 +1,19 @@
+import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { accountEvents, conversations, messages, messagingConfigs } from "../../../src/db/schema/index.js";
+import {
+  accountEvents,
+  contacts,
+  conversations,
+  flowRunEvents,
+  flowRuns,
+  messages,
+  messagingConfigs,
+} from "../../../src/db/schema/index.js";
+import { RunBusy, withContactLock, writeRun } from "../../../src/flows/runner/store.js";
 import {
   activeFlow,
+  activeRunCount,
   conversationOf,
   createWorld,
   customer,
@@ -186,5 +197,62 @@ describe("a run started by a customer's message", () => {
       ["active", "greet"],
       ["completed", "done"],
     ]);
+  });
+});
+
+describe("the run's write sent with the commit", () => {
+  it("fails as a whole when the run it inserts cannot be: RunBusy, and nothing of the transaction stays", async () => {
+    const flowId = await activeFlow(w, {
+      trigger_config: { keywords: ["busy"], match_type: "exact" },
+      nodes: [
+        { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
+        {
+          node_key: "ask",
+          node_type: "collect_input",
+          config: {
+            prompt_text: "Your order number?",
+            var_key: "order",
+            validation: "number",
+            next_node_key: "bye",
+          },
+        },
+        { node_key: "bye", node_type: "end", config: {} },
+      ],
+    });
+    const gus = customer(w, "Gus");
+    await gus.text("busy");
+    await vi.waitFor(async () => expect((await runFor(w, flowId, gus)).run.status).toBe("active"), {
+      timeout: 5000,
+    });
+    const { contactId } = await conversationOf(w, gus);
+    const [active] = await w.t.database.db.select().from(flowRuns).where(eq(flowRuns.contactId, contactId));
+    const now = new Date();
+    // A second active run of the same contact, as only a writer outside the contact's lock could try.
+    const second = { ...active!, id: randomUUID(), startedAt: now, lastActivityAt: now };
+    const failed = await withContactLock(
+      w.t.app.deps.pool,
+      { accountId: w.accountId, contactId },
+      async (db) => {
+        await db
+          .update(contacts)
+          .set({ name: "Renamed in the failed transaction" })
+          .where(eq(contacts.id, contactId));
+        await writeRun(
+          db,
+          second.id,
+          { insert: second, patch: {}, events: [{ type: "started", nodeKey: null, payload: {}, at: now }] },
+          { last: true },
+        );
+      },
+    ).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(RunBusy);
+    const [contact] = await w.t.database.db.select().from(contacts).where(eq(contacts.id, contactId));
+    expect(contact!.name).toBe("Gus");
+    expect(await activeRunCount(w, contactId)).toBe(1);
+    const events = await w.t.database.db
+      .select()
+      .from(flowRunEvents)
+      .where(eq(flowRunEvents.runId, second.id));
+    expect(events).toEqual([]);
   });
 });
