@@ -221,7 +221,8 @@ export async function writeRun(
     if (!row) throw new Error("The write that went with the run's returned nothing");
     alongside.read(row);
   }
-  if (((rows[0]?.n as number | undefined) ?? 0) === 0) throw insert ? new RunBusy() : new RunGone();
+  // (A run insert that wrote nothing failed the statement above: flow_run_busy.)
+  if (((rows[0]?.n as number | undefined) ?? 0) === 0) throw new RunGone();
 }
 
 /** The SQLSTATE of flow_run_busy(). */
