@@ -106,7 +106,9 @@ export async function transactionOpenedWith<T>(
       await opened;
     }
     if (openingFailed) throw openingFailed.error;
-    if (!ended) await client.query("commit");
+    // A last statement that failed rolled the transaction back, even if the work went on regardless.
+    if (ending && !ended) throw new Error("The transaction's last statement failed: nothing was committed");
+    if (!ending) await client.query("commit");
     return result;
   } catch (error) {
     await client.query("rollback").catch((rollbackError: unknown) => {

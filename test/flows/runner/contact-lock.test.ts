@@ -272,4 +272,15 @@ describe("withContactLock", () => {
     await withContactLock(pool, contact, (db) => insert(db, "next"));
     expect(await rows()).toEqual(["next"]);
   });
+  it("reports nothing committed when the work goes on after its last statement failed", async () => {
+    await pool.query("truncate lock_probe");
+    const contact = { accountId: randomUUID(), contactId: randomUUID() };
+    await expect(
+      withContactLock(pool, contact, async (db) => {
+        await insert(db, "rolled back");
+        await commitWith(db, sql`select 1 / (select count(*) - 1 from lock_probe)`).catch(() => undefined);
+      }),
+    ).rejects.toThrow("nothing was committed");
+    expect(await rows()).toEqual([]);
+  });
 });
