@@ -36,7 +36,6 @@ import { ApiError } from "./http/errors.js";
 import { componentSchemas, docs, healthAnswer, withOperationId } from "./http/openapi.js";
 import { registerMediaRoutes } from "./inbox/media-routes.js";
 import { registerInboxRoutes } from "./inbox/routes.js";
-import { type AckFirstGate, createAckFirst } from "./jobs/ack-first.js";
 import { createJobs } from "./jobs/drain.js";
 import { startWorkers } from "./jobs/worker.js";
 import { loggerOptions, OneLinePerRequest } from "./logging.js";
@@ -108,8 +107,6 @@ export interface AppOptions {
   workers?: boolean;
   /** Run the minute-by-minute timeout sweep with the workers (default true). */
   cron?: boolean;
-  /** When this instance's jobs step back for its webhook answers (default: src/jobs/ack-first.ts's). */
-  ackFirst?: AckFirstGate;
 }
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -274,11 +271,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // A campaign message's recorded outcome moves its recipient (src/campaigns/send.ts).
   onCampaignSendOutcome(recordCampaignSendOutcome);
   const jobs = createJobs(database.pool, sends);
-  const runWorkers = options.workers ?? config.workers;
-  // Only an instance that runs jobs has jobs to hold back while its webhook answers are slowed.
-  const jobGate = runWorkers
-    ? (options.ackFirst ?? createAckFirst({ max: config.workerConcurrency }))
-    : undefined;
   const deps: AppDeps = {
     config,
     db: database.db,
@@ -294,7 +286,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
     media: createMediaStore(config.mediaStore),
     jobs,
-    ackFirst: jobGate ?? { acknowledged() {} },
     mailer,
     log: app.log,
     now: options.now ?? (() => new Date()),
@@ -383,6 +374,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerCampaignRoutes(app, deps);
   registerBotsRoutes(app, deps);
 
+  const runWorkers = options.workers ?? config.workers;
   if (runWorkers) {
     const postponed = await postponeUnknownSettles(database.pool, config.sendUnknownWindowS);
     if (postponed > 0) {
@@ -392,11 +384,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       );
     }
   }
-  const workers = jobGate
+  const workers = runWorkers
     ? await startWorkers(deps, {
         connectionString: database.url,
         concurrency: config.workerConcurrency,
-        gate: jobGate,
         log: app.log.child({ component: "jobs" }),
         cron: options.cron,
       })

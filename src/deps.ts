@@ -3,7 +3,6 @@ import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import type { Mailer } from "./mail/mailer.js";
 import type {
-  AckFirst,
   ClaimedSends,
   DeliveryPolicy,
   EventHub,
@@ -38,8 +37,6 @@ export interface AppDeps {
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;
-  /** Webhook answers are reported here: this instance's jobs step back while they are slowed. */
-  ackFirst: AckFirst;
   /** Outgoing email (SMTP, or the development outbox); mails are queued (mail/queue.ts), never sent from a request. */
   mailer: Mailer;
   /** The process's logger (background tasks log through it). */

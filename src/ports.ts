@@ -49,12 +49,6 @@ export interface EventHub {
   close(): Promise<void>;
 }
 
-/** Where webhook answers are timed, so that background jobs step back while they are slowed (src/jobs/ack-first.ts). */
-export interface AckFirst {
-  /** A webhook delivery was answered `ms` after it arrived. */
-  acknowledged(ms: number): void;
-}
-
 /** How outbound webhooks are attempted, retried and given up on (src/events/delivery.ts). */
 export interface DeliveryPolicy {
   /** An attempt counts as delivered on a 2xx within this time. */

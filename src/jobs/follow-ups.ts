@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { preparedText } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
-import type { AckFirstGate } from "./ack-first.js";
 import type { RunnableTask } from "./types.js";
 
 /**
@@ -40,8 +39,6 @@ export interface FollowUpOptions {
   pool: pg.Pool;
   tasks: Record<string, RunnableTask>;
   deps: AppDeps;
-  /** Each follow-up waits for its turn, like any job (see ack-first.ts). */
-  gate: AckFirstGate;
   /** False once the instance is stopping: no new follow-up starts. */
   running: () => boolean;
 }
@@ -72,7 +69,7 @@ export async function runFollowUps(
   options: FollowUpOptions,
   held: { queueId: number; workerId: string },
 ): Promise<void> {
-  const { pool, tasks, deps, gate } = options;
+  const { pool, tasks, deps } = options;
   /** The follow-up that succeeded and is not deleted yet (the next look deletes it). */
   let finished: string | null = null;
   const deleteFinished = async () => {
@@ -100,8 +97,11 @@ export async function runFollowUps(
     const task = job && tasks[job.identifier];
     if (!job || !task) return;
     try {
-      const { payload, id, attempts, max_attempts } = job;
-      await gate.run(() => task(payload ?? {}, deps, { id, attempt: attempts, maxAttempts: max_attempts }));
+      await task(job.payload ?? {}, deps, {
+        id: job.id,
+        attempt: job.attempts,
+        maxAttempts: job.max_attempts,
+      });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       deps.log.warn(

@@ -12,7 +12,6 @@ import {
 import pg from "pg";
 import { prepareMarkedStatements } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
-import type { AckFirstGate } from "./ack-first.js";
 import { type FollowUpOptions, runFollowUps } from "./follow-ups.js";
 import { RUNNABLE_TASKS } from "./tasks/index.js";
 import type { RunnableTask } from "./types.js";
@@ -33,8 +32,6 @@ export interface WorkerOptions {
   connectionString: string;
   /** Jobs run at once by this instance. */
   concurrency: number;
-  /** Every job's work waits here for its turn: fewer run at once while the webhook's answers are slowed. */
-  gate: AckFirstGate;
   log: {
     info(o: object, m: string): void;
     warn(o: object, m: string): void;
@@ -66,13 +63,7 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
   await reapDeadWorkers(pool, options.log);
 
   let running = true;
-  const followUps: FollowUpOptions = {
-    pool,
-    tasks: RUNNABLE_TASKS,
-    deps,
-    gate: options.gate,
-    running: () => running,
-  };
+  const followUps: FollowUpOptions = { pool, tasks: RUNNABLE_TASKS, deps, running: () => running };
   const taskList: TaskList = {};
   for (const [name, task] of Object.entries(RUNNABLE_TASKS)) taskList[name] = wrap(task, deps, followUps);
 
@@ -142,8 +133,6 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         running = false;
-        // Jobs waiting for their turn run now: the runner's stop waits for them.
-        options.gate.close();
         clearInterval(timer);
         clearInterval(gcTimer);
         const timeout = new Promise<"timeout">((resolve) =>
@@ -205,13 +194,11 @@ export async function reapDeadWorkers(pool: pg.Pool, log: WorkerOptions["log"]):
 
 function wrap(task: RunnableTask, deps: AppDeps, followUps: FollowUpOptions): TaskList[string] {
   return async (payload, helpers) => {
-    await followUps.gate.run(() =>
-      task(payload ?? {}, deps, {
-        id: helpers.job.id,
-        attempt: helpers.job.attempts,
-        maxAttempts: helpers.job.max_attempts,
-      }),
-    );
+    await task(payload ?? {}, deps, {
+      id: helpers.job.id,
+      attempt: helpers.job.attempts,
+      maxAttempts: helpers.job.max_attempts,
+    });
     const { job_queue_id: queueId, locked_by: workerId } = helpers.job;
     if (queueId === null || workerId === null) return;
     // This job is done whatever happens next: a follow-up's trouble is the follow-up's.

@@ -130,7 +130,6 @@ export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
           maxAttempts: PROCESS_WEBHOOK_ATTEMPTS,
         },
       );
-      deps.ackFirst.acknowledged(reply.elapsedTime);
       return reply.code(200).send({ received: true });
     },
   );

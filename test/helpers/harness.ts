@@ -85,8 +85,6 @@ export async function createTestApp(
     workers?: boolean;
     /** Check every injected answer against the OpenAPI document (default true). */
     openApiCheck?: boolean;
-    /** Where the jobs wait for their turn while webhook answers are slowed (default: the app's own). */
-    ackFirst?: AppOptions["ackFirst"];
   } = {},
 ): Promise<TestApp> {
   const owned = options.databaseUrl ? undefined : await createTestDatabase();
@@ -122,7 +120,6 @@ export async function createTestApp(
     webhookDelivery: options.webhookDelivery,
     consoleDir: options.consoleDir,
     workers: options.workers ?? true,
-    ackFirst: options.ackFirst,
     cron: false,
   });
   await app.ready();

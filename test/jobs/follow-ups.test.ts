@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createAckFirst } from "../../src/jobs/ack-first.js";
 import { MAX_FOLLOW_UPS, runFollowUps, TAKE_NEXT_JOB } from "../../src/jobs/follow-ups.js";
 import type { RunnableTask } from "../../src/jobs/types.js";
 import { createTestApp, type TestApp } from "../helpers/harness.js";
@@ -58,13 +57,8 @@ async function queue(jobs: Array<{ task: string; name: string; runAt?: Date }>) 
   return { queueId: rows[0]!.id, workerId: "w1" };
 }
 
-/** A gate that never holds a job back (no webhook answers are timed here). */
-const openGate = () => createAckFirst({ max: 8, timer: false });
 const run = (held: { queueId: number; workerId: string }) =>
-  runFollowUps(
-    { pool: t.database.pool, tasks, deps: t.app.deps, gate: openGate(), running: () => true },
-    held,
-  );
+  runFollowUps({ pool: t.database.pool, tasks, deps: t.app.deps, running: () => true }, held);
 
 beforeEach(async () => {
   ran.length = 0;
@@ -97,10 +91,7 @@ describe("follow-up jobs of a held queue", () => {
         return pool.query(text as string, values);
       },
     } as unknown as typeof pool;
-    await runFollowUps(
-      { pool: counting, tasks, deps: t.app.deps, gate: openGate(), running: () => true },
-      held,
-    );
+    await runFollowUps({ pool: counting, tasks, deps: t.app.deps, running: () => true }, held);
     expect(ran).toEqual(["first", "second", "third"]);
     expect(await jobsLeft()).toEqual([]);
     // Three takes and the last, empty look that also deletes the third: no separate deletes.
@@ -160,10 +151,7 @@ describe("follow-up jobs of a held queue", () => {
 
   it("starts none once the instance is stopping", async () => {
     const held = await queue([{ task: "record", name: "first" }]);
-    await runFollowUps(
-      { pool: t.database.pool, tasks, deps: t.app.deps, gate: openGate(), running: () => false },
-      held,
-    );
+    await runFollowUps({ pool: t.database.pool, tasks, deps: t.app.deps, running: () => false }, held);
     expect(ran).toEqual([]);
     expect(await jobsLeft()).toHaveLength(1);
   });

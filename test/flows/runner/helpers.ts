@@ -155,6 +155,22 @@ export interface NodeSpec {
   config: Record<string, unknown>;
 }
 
+/** start, then a collect_input asking for an order number (a number), then end: a run that waits for its customer. */
+export const ORDER_QUESTION: NodeSpec[] = [
+  { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
+  {
+    node_key: "ask",
+    node_type: "collect_input",
+    config: {
+      prompt_text: "Your order number?",
+      var_key: "order",
+      validation: "number",
+      next_node_key: "bye",
+    },
+  },
+  { node_key: "bye", node_type: "end", config: {} },
+];
+
 /** A flow written node by node, activated. */
 export async function activeFlow(
   w: World,

@@ -17,6 +17,7 @@ import {
   conversationOf,
   createWorld,
   customer,
+  ORDER_QUESTION,
   putFlow,
   runFor,
   sentMessages,
@@ -204,20 +205,7 @@ describe("the run's write sent with the commit", () => {
   it("fails as a whole when the run it inserts cannot be: RunBusy, and nothing of the transaction stays", async () => {
     const flowId = await activeFlow(w, {
       trigger_config: { keywords: ["busy"], match_type: "exact" },
-      nodes: [
-        { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
-        {
-          node_key: "ask",
-          node_type: "collect_input",
-          config: {
-            prompt_text: "Your order number?",
-            var_key: "order",
-            validation: "number",
-            next_node_key: "bye",
-          },
-        },
-        { node_key: "bye", node_type: "end", config: {} },
-      ],
+      nodes: ORDER_QUESTION,
     });
     const gus = customer(w, "Gus");
     await gus.text("busy");

@@ -6,6 +6,7 @@ import {
   conversationOf,
   createWorld,
   customer,
+  ORDER_QUESTION,
   runFor,
   type World,
 } from "./helpers.js";
@@ -27,20 +28,7 @@ const question = (keyword: string, fallback_policy?: Record<string, unknown>) =>
   activeFlow(w, {
     trigger_config: { keywords: [keyword] },
     ...(fallback_policy ? { fallback_policy } : {}),
-    nodes: [
-      { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
-      {
-        node_key: "ask",
-        node_type: "collect_input",
-        config: {
-          prompt_text: "Your order number?",
-          var_key: "order",
-          validation: "number",
-          next_node_key: "bye",
-        },
-      },
-      { node_key: "bye", node_type: "end", config: {} },
-    ],
+    nodes: ORDER_QUESTION,
   });
 
 describe("timeout sweep", () => {
