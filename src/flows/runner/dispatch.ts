@@ -135,8 +135,11 @@ async function lookBeforeLock(db: DbOrTx, event: InboundMessageStored): Promise<
 interface Taken {
   message: InboundInput;
   contact: (RunContext["contact"] & { optedOut: boolean }) | null;
-  /** The contact's active run, its row locked (see lockRunSql). */
-  runId: string | null;
+  /**
+   * The contact's active run, its row locked (see lockRunSql), with its flow
+   * and the flow row's version (`xmin`, the key of its nodes kept).
+   */
+  active: { run: RunRow; flow: FlowRow; flowVersion: string } | null;
   /** The conversation's automation is paused (an agent is on it). */
   paused: boolean;
   /** When the contact has no run: the account's active flows, oldest first. */
@@ -148,7 +151,7 @@ interface Taken {
 /**
  * The message as the runner reads it, with its receipt written, and under the
  * contact's lock what the advance needs first: the contact, its active run
- * (the run's row locked, see lockRunSql) or when it has none the account's
+ * with its flow (the run's row locked, see lockRunSql) or when it has none the account's
  * active flows (read under the lock: a flow deactivated since the look before
  * it starts nothing), and whether the conversation's automation is paused.
  * One statement. "duplicate" when the message had a receipt already,
@@ -177,7 +180,7 @@ async function takeMessage(
       tags: string[];
       opted_out: boolean;
     } | null;
-    run_id: string | null;
+    active: { run: Record<string, unknown>; flow: Record<string, unknown>; version: string } | null;
     paused: boolean | null;
     flows: Record<string, unknown>[] | null;
     flow_versions: Record<string, string> | null;
@@ -192,13 +195,17 @@ async function takeMessage(
       select id, ${event.accountId}, 'pending' from message
       on conflict do nothing
       returning message_id
-    ), run as (${lockRunSql(sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`)})
+    ), run as (${lockRunSql(
+      sql`r.account_id = ${event.accountId} and r.contact_id = ${event.contactId}`,
+      sql`r.id, r.flow_id, to_json(r) as row`,
+    )})
     select m.id, m.type, m.text, m.interactive, m.upstream_timestamp::text as sent_at, m.message_id as upstream_id,
            m.context_message_id as context_id, exists (select 1 from taken) as taken,
            (select json_build_object('id', c.id, 'name', c.name, 'phone', c.phone, 'wa_id', c.wa_id,
                                      'tags', c.tags, 'opted_out', c.opted_out)
               from ${contacts} c where c.id = ${event.contactId} and c.account_id = ${event.accountId}) as contact,
-           (select id from run) as run_id,
+           (select json_build_object('run', run.row, 'flow', to_json(f), 'version', f.xmin::text)
+              from run join ${flows} f on f.id = run.flow_id) as active,
            (select v.automation_state = 'paused'
                    and (v.automation_until is null or v.automation_until > ${now.toISOString()}::timestamptz)
               from ${conversations} v where v.id = ${event.conversationId}) as paused,
@@ -233,7 +240,11 @@ async function takeMessage(
       tags: contact.tags,
       optedOut: contact.opted_out,
     },
-    runId: row.run_id,
+    active: row.active && {
+      run: tableRow(flowRuns, row.active.run),
+      flow: tableRow(flows, row.active.flow),
+      flowVersion: row.active.version,
+    },
     paused: row.paused === true,
     activeFlows: (row.flows ?? []).map((flow) => tableRow(flows, flow)),
     flowVersions: row.flow_versions ?? {},
@@ -248,23 +259,39 @@ async function offer(
   seenRunId: string | null,
 ): Promise<{ outcome: DispatchOutcome; runId: string | null; receiptWritten?: boolean }> {
   const { message, contact, paused, activeFlows, flowVersions } = taken;
-  const active = taken.runId ? await findActiveRun(db, event.accountId, event.contactId) : null;
-  if (active) {
+  if (taken.active) {
+    const { run: active, flow, flowVersion } = taken.active;
     if (active.id !== seenRunId) return { outcome: "lost_race", runId: active.id };
     // A tap is proof of sight: it skips the timing rule (see answerTap).
     const tap = tapReplyId(message) !== null;
     if (!tap && !canAnswer(active, message)) return { outcome: "unseen_question", runId: active.id };
-    const ctx = contact && (await contextFor(db, deps, active, contact));
-    if (!ctx) return { outcome: "run_gone", runId: null };
-    ctx.replyTo = message.upstreamId;
-    ctx.inbound = inboundFacts(event);
-    const outcome = await guardRun(ctx, async (): Promise<DispatchOutcome> => {
-      const tapped = tap ? await answerTap(ctx, message) : null;
-      const moved = tapped ?? (canAnswer(active, message) ? await answer(ctx, message) : "unseen_question");
-      ctx.writes.receipt = { messageId: message.id, outcome: moved };
-      return moved;
-    });
-    if (outcome === "run_gone") return { outcome, runId: null };
+    if (!contact) return { outcome: "run_gone", runId: null };
+    const ctx: RunContext = {
+      db,
+      deps,
+      flow,
+      run: active,
+      writes: noRunWrites(),
+      contact,
+      steps: 0,
+      nodes: await nodesAt(db, flow.id, flowVersion),
+      replyTo: message.upstreamId,
+      inbound: inboundFacts(event),
+    };
+    // Nothing follows the run's write in this transaction (see offerToFlows): it goes with the
+    // commit. The run's row is locked since takeMessage, so the write always finds it active.
+    const outcome = await guardRun(
+      ctx,
+      async (): Promise<DispatchOutcome> => {
+        const tapped = tap ? await answerTap(ctx, message) : null;
+        const moved = tapped ?? (canAnswer(active, message) ? await answer(ctx, message) : "unseen_question");
+        ctx.writes.receipt = { messageId: message.id, outcome: moved };
+        return moved;
+      },
+      { last: true },
+    );
+    // (Were it gone after all, the transaction has ended: its receipt stays as taken.)
+    if (outcome === "run_gone") return { outcome, runId: null, receiptWritten: true };
     return { outcome, runId: active.id, receiptWritten: true };
   }
 
@@ -351,12 +378,7 @@ export async function contextFor(
   db: DbOrTx,
   deps: RunnerDeps,
   run: RunRow,
-  known?: RunContext["contact"],
 ): Promise<RunContext | null> {
-  if (known) {
-    const [flow] = await db.select().from(flows).where(eq(flows.id, run.flowId));
-    return flow ? { db, deps, flow, run, writes: noRunWrites(), contact: known, steps: 0 } : null;
-  }
   const [row] = await db
     .select({ flow: flows, contact: contacts })
     .from(flows)

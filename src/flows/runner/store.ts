@@ -249,10 +249,11 @@ function insertRunSql(run: RunRow) {
  * is locked): a flow deletion takes them in that order, so the two wait for
  * each other instead of deadlocking. The timeout sweep passes a locked run by
  * and a deletion waits, so the advance's writes (done at its end) find the run
- * as the advance found it.
+ * as the advance found it. `columns` are read from the row as it is once
+ * locked (a row lock returns its latest version, not the statement's snapshot).
  */
-export const lockRunSql = (where: SQL) => sql`
-  select r.id from flow_runs r
+export const lockRunSql = (where: SQL, columns: SQL = sql`r.id`) => sql`
+  select ${columns} from flow_runs r
    where ${where} and r.status = 'active' and ${flowLockedFirst(sql`r.flow_id`)}
   for no key update of r`;
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { and, eq } from "drizzle-orm";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   accountEvents,
@@ -242,5 +243,65 @@ describe("the run's write sent with the commit", () => {
       .from(flowRunEvents)
       .where(eq(flowRunEvents.runId, second.id));
     expect(events).toEqual([]);
+  });
+});
+
+describe("an answer to a run's question", () => {
+  it("is advanced in one transaction of four statements: the opening, the take, the run's write and the commit", async () => {
+    const flowId = await activeFlow(w, {
+      trigger_config: { keywords: ["answer"], match_type: "exact" },
+      nodes: ORDER_QUESTION,
+    });
+    const hal = customer(w, "Hal");
+    await hal.text("answer");
+    // The question went out and Meta's answer to it was recorded: the run waits for the customer.
+    await vi.waitFor(
+      async () => {
+        const outbound = (await conversationOf(w, hal)).messages.filter((m) => m.direction === "outbound");
+        expect(outbound.map((m) => m.status)).toEqual(["sent"]);
+      },
+      { timeout: 5000 },
+    );
+
+    // Every statement of every connection the pool lends while the answer is taken.
+    const pool = w.t.app.deps.pool;
+    const lent: string[][] = [];
+    const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+    const record = (client: pg.PoolClient) => {
+      const statements: string[] = [];
+      lent.push(statements);
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      const release = client.release.bind(client);
+      Object.assign(client, {
+        query: (first: unknown, ...rest: unknown[]) => {
+          statements.push(typeof first === "string" ? first : String((first as { text?: string }).text));
+          return query(first, ...rest);
+        },
+        release: (...args: unknown[]) => {
+          Object.assign(client, { query, release });
+          return (release as (...a: unknown[]) => void)(...args);
+        },
+      });
+      return client;
+    };
+    // pg's own pool.query lends with a callback: those connections are left as they are.
+    Object.assign(pool, {
+      connect: (...args: unknown[]) =>
+        args.length ? connect(...args) : (connect() as Promise<pg.PoolClient>).then(record),
+    });
+    try {
+      await hal.text("4711");
+    } finally {
+      Object.assign(pool, { connect });
+    }
+
+    const { run } = await runFor(w, flowId, hal);
+    expect([run.status, run.vars]).toEqual(["completed", { order: "4711" }]);
+    const advance = lent.filter((statements) => statements[0]?.includes("pg_advisory_xact_lock"));
+    expect(advance).toHaveLength(1);
+    expect(advance[0]).toHaveLength(4);
+    expect(advance[0]?.[1]).toContain("flow_message_receipts");
+    expect(advance[0]?.[2]).toContain("flow_run_events");
+    expect(advance[0]?.[3]).toBe("commit");
   });
 });
