@@ -4,6 +4,7 @@
  * and with two instances of the service, and with one instance against Meta's
  * round trip imitated by the sandbox. Figures are ratios within one run.
  */
+import { createHmac, randomBytes } from "node:crypto";
 import pg from "pg";
 
 export interface DurableInputs {
@@ -31,8 +32,18 @@ export interface DurableInputs {
   bare?: { url: string; pid: number; reply: string };
 }
 
+/** Medians at low load, from a delivery's POST: the reply the sandbox got, and the webhook's answer. */
+export interface Latency {
+  medianReplyMs: number;
+  medianAckMs: number;
+  ratio: number;
+  samples: number;
+}
+
 export interface DurableResults {
-  replyLatency: { medianReplyMs: number; medianAckMs: number; ratio: number; samples: number };
+  replyLatency: Latency;
+  /** A customer's answer to a flow's question, at low load: to the flow's next message. */
+  answerLatency?: Latency;
   floods: Array<{
     instances: number;
     /** How long the sandbox made each Graph API call wait (0: answered at once). */
@@ -135,8 +146,138 @@ async function clearSandboxLog(sandbox: string) {
   if (response.status !== 200) throw new Error(`clearing the sandbox's log: ${response.status}`);
 }
 
+/** Posts one signed inbound text from `waId`, stamped `timestamp` (seconds); gives when it was posted and its answer's time. */
+async function postText(
+  i: DurableInputs,
+  waId: string,
+  text: string,
+  timestamp = Math.floor(Date.now() / 1000),
+) {
+  const body = JSON.stringify({
+    object: "whatsapp_business_account",
+    entry: [
+      {
+        id: "bench",
+        changes: [
+          {
+            field: "messages",
+            value: {
+              messaging_product: "whatsapp",
+              metadata: { display_phone_number: "1555", phone_number_id: i.phoneNumberId },
+              contacts: [{ profile: { name: "Probe" }, wa_id: waId }],
+              messages: [
+                {
+                  from: waId,
+                  id: `wamid.probe.${randomBytes(8).toString("hex")}`,
+                  timestamp: String(timestamp),
+                  type: "text",
+                  text: { body: text },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  });
+  const started = Date.now();
+  const response = await fetch(`${i.api}/api/messaging/webhook`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-hub-signature-256": `sha256=${createHmac("sha256", i.appSecret).update(body).digest("hex")}`,
+    },
+    body,
+  });
+  if (response.status !== 200) throw new Error(`probe answered ${response.status}`);
+  return { started, ackMs: Date.now() - started };
+}
+
+/** When the sandbox got `text` for `waId` (the last such send after `before` of them), looked for every 25 ms. */
+async function sentAt(
+  i: DurableInputs,
+  text: string,
+  waId: string | undefined,
+  before: number,
+  since: number,
+) {
+  for (;;) {
+    const sends = (await sandboxSends(i.sandbox, text)).filter(
+      (r) => waId === undefined || r.body.to === waId,
+    );
+    if (sends.length > before) return new Date(sends.at(-1)!.at).getTime();
+    if (Date.now() - since > 10_000) throw new Error(`no "${text}" within 10 s`);
+    // The reply's time is the sandbox's record of it, not this look: polling more often would
+    // only load the two cores the service runs on, which is not "low load".
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * A customer answering a flow's question, at low load: each of 20 customers triggers a question,
+ * and once Meta's answer to it is recorded (the run waits for the customer), answers it; the time
+ * from the answer's POST to the sandbox receiving the flow's next message.
+ */
+async function answerProbe(i: DurableInputs): Promise<Latency> {
+  const question = "Answer probe question?";
+  const reply = "Answer probe reply";
+  const { flow } = await api(i.api, i.memberToken, "POST", "/api/flows", {
+    name: "bench answerprobe",
+    trigger_type: "keyword",
+    trigger_config: { keywords: ["answerprobe"], match_type: "exact" },
+  });
+  await api(i.api, i.memberToken, "PUT", `/api/flows/${flow!.id}`, {
+    entry_node_id: "start",
+    nodes: [
+      { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
+      {
+        node_key: "ask",
+        node_type: "collect_input",
+        config: { prompt_text: question, var_key: "name", next_node_key: "thanks" },
+      },
+      { node_key: "thanks", node_type: "send_message", config: { text: reply } },
+    ],
+  });
+  await api(i.api, i.memberToken, "POST", `/api/flows/${flow!.id}/activate`, { status: "active" });
+  const client = new pg.Client({ connectionString: i.databaseUrl });
+  await client.connect();
+  const replyMs: number[] = [];
+  const ackMs: number[] = [];
+  try {
+    for (let n = 0; n < 20; n++) {
+      const waId = `57${String(n).padStart(10, "0")}`;
+      const asked = await postText(i, waId, "answerprobe");
+      await sentAt(i, question, waId, 0, asked.started);
+      // Meta's answer to the question recorded: the run waits for the customer.
+      for (const since = Date.now(); ; ) {
+        const { rows } = await client.query(
+          `select 1 from flow_runs r join contacts c on c.id = r.contact_id
+            where r.flow_id = $1 and c.wa_id = $2 and r.status = 'active'
+              and r.awaiting_message_id is null and r.question_sent_at is not null`,
+          [flow!.id, waId],
+        );
+        if (rows.length) break;
+        if (Date.now() - since > 10_000) throw new Error("the question's send was not recorded within 10 s");
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      // Answered at once (a pause of a second would measure this machine's idle cores waking up:
+      // see docs/benchmarks.md), stamped as a person's answer is, a second after the question.
+      const answered = await postText(i, waId, `Probe ${n}`, Math.floor(Date.now() / 1000) + 1);
+      ackMs.push(answered.ackMs);
+      replyMs.push((await sentAt(i, reply, waId, 0, answered.started)) - answered.started);
+    }
+  } finally {
+    await client.end();
+  }
+  return {
+    medianReplyMs: median(replyMs),
+    medianAckMs: median(ackMs),
+    ratio: median(replyMs) / Math.max(median(ackMs), 1),
+    samples: replyMs.length,
+  };
+}
+
 export async function runDurableBench(i: DurableInputs): Promise<DurableResults> {
-  const { createHmac, randomBytes } = await import("node:crypto");
   // (1) Reply latency at low load: one trigger at a time, from the POST to the sandbox receiving the reply.
   await clearSandboxLog(i.sandbox);
   await replyFlow(i, "latencyprobe", "Latency probe reply");
@@ -144,56 +285,12 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
   const ackMs: number[] = [];
   for (let n = 0; n < 40; n++) {
     const waId = `59${String(n).padStart(10, "0")}`;
-    const body = JSON.stringify({
-      object: "whatsapp_business_account",
-      entry: [
-        {
-          id: "bench",
-          changes: [
-            {
-              field: "messages",
-              value: {
-                messaging_product: "whatsapp",
-                metadata: { display_phone_number: "1555", phone_number_id: i.phoneNumberId },
-                contacts: [{ profile: { name: "Probe" }, wa_id: waId }],
-                messages: [
-                  {
-                    from: waId,
-                    id: `wamid.probe.${randomBytes(8).toString("hex")}`,
-                    timestamp: String(Math.floor(Date.now() / 1000)),
-                    type: "text",
-                    text: { body: "latencyprobe" },
-                  },
-                ],
-              },
-            },
-          ],
-        },
-      ],
-    });
     const before = (await sandboxSends(i.sandbox, "Latency probe reply")).length;
-    const started = Date.now();
-    const response = await fetch(`${i.api}/api/messaging/webhook`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-hub-signature-256": `sha256=${createHmac("sha256", i.appSecret).update(body).digest("hex")}`,
-      },
-      body,
-    });
-    ackMs.push(Date.now() - started);
-    if (response.status !== 200) throw new Error(`probe answered ${response.status}`);
-    for (;;) {
-      const sends = await sandboxSends(i.sandbox, "Latency probe reply");
-      if (sends.length > before) {
-        replyMs.push(new Date(sends.at(-1)!.at).getTime() - started);
-        break;
-      }
-      if (Date.now() - started > 10_000) throw new Error("no reply within 10 s");
-      // The reply's time is the sandbox's record of it, not this look: polling more often would
-      // only load the two cores the service runs on, which is not "low load".
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    const posted = await postText(i, waId, "latencyprobe");
+    ackMs.push(posted.ackMs);
+    replyMs.push(
+      (await sentAt(i, "Latency probe reply", undefined, before, posted.started)) - posted.started,
+    );
   }
   const replyLatency = {
     medianReplyMs: median(replyMs),
@@ -203,6 +300,10 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
   };
   i.log(
     `bot reply latency at low load: median ${replyLatency.medianReplyMs} ms from POST to reply, webhook answer ${replyLatency.medianAckMs} ms (${replyLatency.ratio.toFixed(1)}x)`,
+  );
+  const answerLatency = await answerProbe(i);
+  i.log(
+    `bot reply to an answer at low load: median ${answerLatency.medianReplyMs} ms from POST to the next message, webhook answer ${answerLatency.medianAckMs} ms (${answerLatency.ratio.toFixed(1)}x)`,
   );
 
   // (2) Floods of trigger deliveries from new customers at 50 connections: one instance against
@@ -223,7 +324,7 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
   const rateHeld = await holdRate(i, 10);
   const second = await i.startSecond();
   floods.push(await flood(i, { instances: 2, size: i.flood, latencyMs: 0, second }));
-  return { replyLatency, floods, rateHeld };
+  return { replyLatency, answerLatency, floods, rateHeld };
 }
 
 /**

@@ -712,6 +712,15 @@ function durableTargets(durable: DurableResults | undefined) {
       1,
     ],
   ];
+  const answer = durable.answerLatency;
+  if (answer) {
+    rows.push([
+      `bot reply to a customer's answer to a question at low load vs webhook answer time (reported; medians: reply ${answer.medianReplyMs} ms, answer ${answer.medianAckMs} ms)`,
+      answer.ratio,
+      () => true,
+      1,
+    ]);
+  }
   const exactlyOnce = (f: DurableResults["floods"][number], which: string) =>
     [
       `flood, ${which}: every trigger answered exactly once (missing + duplicated)`,
