@@ -374,11 +374,7 @@ function triggers(
 }
 
 /** An advance of a run (locked by the caller, see lockActiveRun): its flow and contact. */
-export async function contextFor(
-  db: DbOrTx,
-  deps: RunnerDeps,
-  run: RunRow,
-): Promise<RunContext | null> {
+export async function contextFor(db: DbOrTx, deps: RunnerDeps, run: RunRow): Promise<RunContext | null> {
   const [row] = await db
     .select({ flow: flows, contact: contacts })
     .from(flows)
