@@ -4,7 +4,7 @@ import { adoptWhatsAppId, isBsuid } from "../contacts/identity.js";
 import type { DbOrTx } from "../db/client.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, flowRuns, messages, messagingConfigs } from "../db/schema/index.js";
-import { contextFor, lockRunContext } from "../flows/runner/dispatch.js";
+import { lockRunContext } from "../flows/runner/dispatch.js";
 import {
   continueAfterSend,
   failRun,
@@ -12,7 +12,7 @@ import {
   type RunContext,
   type RunnerDeps,
 } from "../flows/runner/engine.js";
-import { lockActiveRun, withContactLock } from "../flows/runner/store.js";
+import { withContactLock } from "../flows/runner/store.js";
 import type { ClaimedSend } from "../ports.js";
 import { addJob, addJobSql } from "../queue/add.js";
 import { customerQueue } from "../queue/names.js";
@@ -580,10 +580,9 @@ async function recordFailure(
     deps.pool,
     { accountId: message.accountId, contactId: conversation.contactId },
     async (tx) => {
-      const run = await lockActiveRun(tx, runId);
-      if (run?.awaitingMessageId !== payload.messageId) return;
-      const ctx = await contextFor(tx, deps, run);
-      if (!ctx) return;
+      const ctx = await lockRunContext(tx, deps, runId);
+      if (ctx?.run.awaitingMessageId !== payload.messageId) return;
+      const { run } = ctx;
       await guardRun(ctx, async () =>
         failRun(ctx, reason, error.message, run.currentNodeKey, {
           upstream: error,

@@ -373,28 +373,10 @@ function triggers(
   }
 }
 
-/** An advance of a run (locked by the caller, see lockActiveRun): its flow and contact. */
-export async function contextFor(db: DbOrTx, deps: RunnerDeps, run: RunRow): Promise<RunContext | null> {
-  const [row] = await db
-    .select({ flow: flows, contact: contacts })
-    .from(flows)
-    .innerJoin(contacts, and(eq(contacts.id, run.contactId), eq(contacts.accountId, run.accountId)))
-    .where(eq(flows.id, run.flowId));
-  if (!row) return null;
-  return {
-    db,
-    deps,
-    flow: row.flow,
-    run,
-    writes: noRunWrites(),
-    contact: contactFacts(row.contact),
-    steps: 0,
-  };
-}
-
 /**
- * lockActiveRun and contextFor in one statement: the run, if still active,
- * locked as lockActiveRun locks it, with its flow and contact.
+ * A run's advance from its id, in one statement: the run, if still active,
+ * locked as lockRunSql locks it, with its flow and contact (and the flow's
+ * nodes, kept by the version of its row).
  */
 export async function lockRunContext(
   db: DbOrTx,

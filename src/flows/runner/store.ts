@@ -10,7 +10,7 @@ import { EXECUTION_COUNT_SHARDS, type flowRunEvents, flowRuns, flows } from "../
  * Writes of one run. An advance changes its run in memory (RunContext.run)
  * and keeps the changes and the run's events in a RunWrites; `writeRun` then
  * puts them in the database in one statement at the end of the advance. The
- * advance holds the run's row from its start (see `lockActiveRun`; a run it
+ * advance holds the run's row from its start (see `lockRunSql`; a run it
  * starts is its own insert), so nothing can end or delete the run in between.
  */
 
@@ -260,16 +260,6 @@ export const lockRunSql = (where: SQL, columns: SQL = sql`r.id`) => sql`
 /** The filter that key-share locks the run's flow row before the run's own row is locked. */
 export const flowLockedFirst = (flowId: SQL | typeof flowRuns.flowId) =>
   sql`exists (select 1 from ${flows} f where f.id = ${flowId} for key share)`;
-
-/** The run, if still active, locked as lockRunSql locks it. */
-export async function lockActiveRun(db: DbOrTx, runId: string): Promise<RunRow | null> {
-  const [run] = await db
-    .select()
-    .from(flowRuns)
-    .where(and(eq(flowRuns.id, runId), eq(flowRuns.status, "active"), flowLockedFirst(flowRuns.flowId)))
-    .for("no key update");
-  return run ?? null;
-}
 
 /** The contact's active run, if any. */
 export async function findActiveRun(db: DbOrTx, accountId: string, contactId: string) {
