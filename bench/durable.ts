@@ -4,8 +4,8 @@
  * and with two instances of the service, and with one instance against Meta's
  * round trip imitated by the sandbox. Figures are ratios within one run.
  */
-import { createHmac, randomBytes } from "node:crypto";
 import pg from "pg";
+import { inboundTextPayload, signPayload } from "../src/upstream/sandbox/webhook-payloads.js";
 
 export interface DurableInputs {
   /** The service(s) to post to. */
@@ -153,39 +153,20 @@ async function postText(
   text: string,
   timestamp = Math.floor(Date.now() / 1000),
 ) {
-  const body = JSON.stringify({
-    object: "whatsapp_business_account",
-    entry: [
-      {
-        id: "bench",
-        changes: [
-          {
-            field: "messages",
-            value: {
-              messaging_product: "whatsapp",
-              metadata: { display_phone_number: "1555", phone_number_id: i.phoneNumberId },
-              contacts: [{ profile: { name: "Probe" }, wa_id: waId }],
-              messages: [
-                {
-                  from: waId,
-                  id: `wamid.probe.${randomBytes(8).toString("hex")}`,
-                  timestamp: String(timestamp),
-                  type: "text",
-                  text: { body: text },
-                },
-              ],
-            },
-          },
-        ],
-      },
-    ],
+  const { payload } = inboundTextPayload({
+    phoneNumberId: i.phoneNumberId,
+    from: waId,
+    name: "Probe",
+    timestamp,
+    text,
   });
+  const body = JSON.stringify(payload);
   const started = Date.now();
   const response = await fetch(`${i.api}/api/messaging/webhook`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
-      "x-hub-signature-256": `sha256=${createHmac("sha256", i.appSecret).update(body).digest("hex")}`,
+      "x-hub-signature-256": signPayload(body, i.appSecret),
     },
     body,
   });
