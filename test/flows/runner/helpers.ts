@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { eq } from "drizzle-orm";
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import { flowRuns } from "../../../src/db/schema/index.js";
 import { type Sandbox, type SandboxOptions, startSandbox } from "../../../src/upstream/sandbox/server.js";
 import {
@@ -252,6 +252,20 @@ export async function runFor(w: World, flowId: string, who: Customer) {
   const response = await api(w, "GET", `/api/flows/${flowId}/runs/${runs[0]!.id}`);
   expect(response.statusCode).toBe(200);
   return response.json() as { run: RunJson; events: RunEventJson[] };
+}
+
+/**
+ * Waits until the bot's one message to the customer (a question) went out and Meta's answer to it
+ * was recorded: the run then waits for the customer's answer.
+ */
+export async function questionRecorded(w: World, who: Customer) {
+  await vi.waitFor(
+    async () => {
+      const outbound = (await conversationOf(w, who)).messages.filter((m) => m.direction === "outbound");
+      expect(outbound.map((m) => m.status)).toEqual(["sent"]);
+    },
+    { timeout: 5000 },
+  );
 }
 
 /** The customer's conversation as the inbox shows it, with its messages. */

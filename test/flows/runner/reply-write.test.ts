@@ -20,6 +20,7 @@ import {
   customer,
   ORDER_QUESTION,
   putFlow,
+  questionRecorded,
   runFor,
   sentMessages,
   type World,
@@ -154,14 +155,7 @@ describe("a run started by a customer's message", () => {
     });
     const fay = customer(w, "Fay");
     await fay.text("survey");
-    // The question went out and Meta's answer to it was recorded (an advance of the waiting run).
-    await vi.waitFor(
-      async () => {
-        const outbound = (await conversationOf(w, fay)).messages.filter((m) => m.direction === "outbound");
-        expect(outbound.map((m) => m.status)).toEqual(["sent"]);
-      },
-      { timeout: 5000 },
-    );
+    await questionRecorded(w, fay);
     await putFlow(w, flowId, { nodes: survey("New goodbye") });
     await fay.text("Fay");
 
@@ -254,14 +248,7 @@ describe("an answer to a run's question", () => {
     });
     const hal = customer(w, "Hal");
     await hal.text("answer");
-    // The question went out and Meta's answer to it was recorded: the run waits for the customer.
-    await vi.waitFor(
-      async () => {
-        const outbound = (await conversationOf(w, hal)).messages.filter((m) => m.direction === "outbound");
-        expect(outbound.map((m) => m.status)).toEqual(["sent"]);
-      },
-      { timeout: 5000 },
-    );
+    await questionRecorded(w, hal);
 
     // Every statement of every connection the pool lends while the answer is taken.
     const pool = w.t.app.deps.pool;
