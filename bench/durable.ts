@@ -91,27 +91,38 @@ async function api(base: string, token: string, method: string, path: string, bo
   return response.json() as Promise<Record<string, { id: string }>>;
 }
 
-/** An active keyword flow answering `keyword` with `reply`. */
-async function replyFlow(i: DurableInputs, keyword: string, reply: string) {
+/** An active flow that `keyword` starts, made of `nodes` (entered at `start`); gives its id. */
+async function keywordFlow(i: DurableInputs, keyword: string, nodes: object[]) {
   const { flow } = await api(i.api, i.memberToken, "POST", "/api/flows", {
     name: `bench ${keyword}`,
     trigger_type: "keyword",
     trigger_config: { keywords: [keyword], match_type: "exact" },
   });
-  await api(i.api, i.memberToken, "PUT", `/api/flows/${flow!.id}`, {
-    entry_node_id: "start",
-    nodes: [
-      { node_key: "start", node_type: "start", config: { next_node_key: "hello" } },
-      { node_key: "hello", node_type: "send_message", config: { text: reply } },
-    ],
-  });
+  await api(i.api, i.memberToken, "PUT", `/api/flows/${flow!.id}`, { entry_node_id: "start", nodes });
   await api(i.api, i.memberToken, "POST", `/api/flows/${flow!.id}/activate`, { status: "active" });
+  return flow!.id;
+}
+
+/** An active keyword flow answering `keyword` with `reply`. */
+async function replyFlow(i: DurableInputs, keyword: string, reply: string) {
+  await keywordFlow(i, keyword, [
+    { node_key: "start", node_type: "start", config: { next_node_key: "hello" } },
+    { node_key: "hello", node_type: "send_message", config: { text: reply } },
+  ]);
 }
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
 };
+
+/** The probes' medians, and the reply's against the webhook's answer. */
+const latency = (replyMs: number[], ackMs: number[]): Latency => ({
+  medianReplyMs: median(replyMs),
+  medianAckMs: median(ackMs),
+  ratio: median(replyMs) / Math.max(median(ackMs), 1),
+  samples: replyMs.length,
+});
 
 /** Waits until no background job is due or running. */
 export async function drainJobs(databaseUrl: string, timeoutMs = 600_000): Promise<number> {
@@ -202,24 +213,15 @@ async function sentAt(
 async function answerProbe(i: DurableInputs): Promise<Latency> {
   const question = "Answer probe question?";
   const reply = "Answer probe reply";
-  const { flow } = await api(i.api, i.memberToken, "POST", "/api/flows", {
-    name: "bench answerprobe",
-    trigger_type: "keyword",
-    trigger_config: { keywords: ["answerprobe"], match_type: "exact" },
-  });
-  await api(i.api, i.memberToken, "PUT", `/api/flows/${flow!.id}`, {
-    entry_node_id: "start",
-    nodes: [
-      { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
-      {
-        node_key: "ask",
-        node_type: "collect_input",
-        config: { prompt_text: question, var_key: "name", next_node_key: "thanks" },
-      },
-      { node_key: "thanks", node_type: "send_message", config: { text: reply } },
-    ],
-  });
-  await api(i.api, i.memberToken, "POST", `/api/flows/${flow!.id}/activate`, { status: "active" });
+  const flowId = await keywordFlow(i, "answerprobe", [
+    { node_key: "start", node_type: "start", config: { next_node_key: "ask" } },
+    {
+      node_key: "ask",
+      node_type: "collect_input",
+      config: { prompt_text: question, var_key: "name", next_node_key: "thanks" },
+    },
+    { node_key: "thanks", node_type: "send_message", config: { text: reply } },
+  ]);
   const client = new pg.Client({ connectionString: i.databaseUrl });
   await client.connect();
   const replyMs: number[] = [];
@@ -235,7 +237,7 @@ async function answerProbe(i: DurableInputs): Promise<Latency> {
           `select 1 from flow_runs r join contacts c on c.id = r.contact_id
             where r.flow_id = $1 and c.wa_id = $2 and r.status = 'active'
               and r.awaiting_message_id is null and r.question_sent_at is not null`,
-          [flow!.id, waId],
+          [flowId, waId],
         );
         if (rows.length) break;
         if (Date.now() - since > 10_000) throw new Error("the question's send was not recorded within 10 s");
@@ -250,12 +252,7 @@ async function answerProbe(i: DurableInputs): Promise<Latency> {
   } finally {
     await client.end();
   }
-  return {
-    medianReplyMs: median(replyMs),
-    medianAckMs: median(ackMs),
-    ratio: median(replyMs) / Math.max(median(ackMs), 1),
-    samples: replyMs.length,
-  };
+  return latency(replyMs, ackMs);
 }
 
 export async function runDurableBench(i: DurableInputs): Promise<DurableResults> {
@@ -273,12 +270,7 @@ export async function runDurableBench(i: DurableInputs): Promise<DurableResults>
       (await sentAt(i, "Latency probe reply", undefined, before, posted.started)) - posted.started,
     );
   }
-  const replyLatency = {
-    medianReplyMs: median(replyMs),
-    medianAckMs: median(ackMs),
-    ratio: median(replyMs) / Math.max(median(ackMs), 1),
-    samples: replyMs.length,
-  };
+  const replyLatency = latency(replyMs, ackMs);
   i.log(
     `bot reply latency at low load: median ${replyLatency.medianReplyMs} ms from POST to reply, webhook answer ${replyLatency.medianAckMs} ms (${replyLatency.ratio.toFixed(1)}x)`,
   );
