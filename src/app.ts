@@ -392,6 +392,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         cron: options.cron,
       })
     : undefined;
+  // The webhook's deliveries start on this instance's workers as soon as they are acknowledged.
+  if (workers) jobs.local = workers.local;
   // After the HTTP server stopped taking requests, together (10 s at most): running jobs finish,
   // sends waiting for a slot are handed back to the queue, sends in flight finish and are recorded.
   app.addHook("onClose", async () => {

@@ -149,6 +149,35 @@ export interface Jobs {
    * used up their attempts, do not count). Tests and the benchmark wait on it.
    */
   drain(options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * This instance's own workers, when it runs them and they are running (set
+   * by the composition root once they start): jobs it adds can start here at
+   * once (see LocalStart).
+   */
+  local?: LocalStart;
+}
+
+/** A job added already locked for this instance's workers (src/db/migrations/0025_jobs_started_here.sql). */
+export type LocallyStartedJob = {
+  job_id: string;
+  task: string;
+  job_payload: Record<string, unknown> | null;
+  job_attempts: number;
+  job_max_attempts: number;
+  queue_id: number;
+};
+
+/**
+ * An instance's workers taking the jobs the instance itself adds (the webhook's
+ * deliveries): the statement that adds a job can lock it, and its queue, for
+ * them, and they run it as soon as it is committed, with no worker's look-up
+ * and no wake-up between the acknowledgement and the work (src/jobs/local-start.ts).
+ */
+export interface LocalStart {
+  /** The worker the added jobs are locked for, and how many may start now; null: none may. */
+  offer(): { workerId: string; max: number } | null;
+  /** Runs jobs an adding statement locked for offer()'s worker, once that statement committed. */
+  run(jobs: LocallyStartedJob[]): void;
 }
 
 /** A claimed message and where it goes. */

@@ -65,13 +65,27 @@ export const TAKE_NEXT_JOB = preparedText(`with done as (
     and tasks.id = jobs.task_id and tasks.identifier = any($3::text[])
   returning jobs.id::text as id, tasks.identifier, jobs.payload, jobs.attempts, jobs.max_attempts`);
 
+/**
+ * graphile-worker's own failure handling for job $1 (with its error $2): unlocked, due again after
+ * exp(attempts) seconds (at most e^10).
+ */
+export const FAIL_JOB = `update graphile_worker._private_jobs
+    set locked_at = null, locked_by = null, last_error = $2, updated_at = now(),
+        run_at = greatest(now(), run_at) + exp(least(attempts, 10)) * interval '1 second'
+  where id = $1::bigint`;
+
+/**
+ * `done`: a job of the queue that succeeded and is not deleted yet (the first
+ * look deletes it).
+ */
 export async function runFollowUps(
   options: FollowUpOptions,
   held: { queueId: number; workerId: string },
+  done: string | null = null,
 ): Promise<void> {
   const { pool, tasks, deps } = options;
-  /** The follow-up that succeeded and is not deleted yet (the next look deletes it). */
-  let finished: string | null = null;
+  /** The job that succeeded and is not deleted yet (the next look deletes it). */
+  let finished: string | null = done;
   const deleteFinished = async () => {
     if (finished === null) return;
     const id = finished;
@@ -108,14 +122,7 @@ export async function runFollowUps(
         { jobId: job.id, task: job.identifier, err: message },
         "queued job failed; retried later",
       );
-      // graphile-worker's own failure handling: unlocked, after exp(attempts) seconds (at most e^10).
-      await pool.query(
-        `update graphile_worker._private_jobs
-            set locked_at = null, locked_by = null, last_error = $2, updated_at = now(),
-                run_at = greatest(now(), run_at) + exp(least(attempts, 10)) * interval '1 second'
-          where id = $1::bigint`,
-        [job.id, message],
-      );
+      await pool.query(FAIL_JOB, [job.id, message]);
       return;
     }
     finished = job.id;

@@ -12,7 +12,10 @@ import {
 import pg from "pg";
 import { prepareMarkedStatements } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
+import type { LocalStart } from "../ports.js";
 import { type FollowUpOptions, runFollowUps } from "./follow-ups.js";
+import { createJobSlots, type JobSlots } from "./job-slots.js";
+import { createLocalStarts } from "./local-start.js";
 import { RUNNABLE_TASKS } from "./tasks/index.js";
 import type { RunnableTask } from "./types.js";
 
@@ -24,6 +27,8 @@ import type { RunnableTask } from "./types.js";
  */
 
 export interface Workers {
+  /** Jobs this instance adds and starts itself (the webhook's deliveries). */
+  local: LocalStart;
   /** Stops taking jobs and waits for the running ones, at most `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -65,7 +70,17 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
   let running = true;
   const followUps: FollowUpOptions = { pool, tasks: RUNNABLE_TASKS, deps, running: () => running };
   const taskList: TaskList = {};
-  for (const [name, task] of Object.entries(RUNNABLE_TASKS)) taskList[name] = wrap(task, deps, followUps);
+  const slots = createJobSlots(options.concurrency);
+  for (const [name, task] of Object.entries(RUNNABLE_TASKS)) {
+    taskList[name] = wrap(task, deps, followUps, slots);
+  }
+  // The worker that jobs started here are locked for, known to the reaper before any is.
+  const localWorkerId = `local-${instanceId}`;
+  await pool.query("insert into worker_instances (worker_id, instance_id) values ($1, $2)", [
+    localWorkerId,
+    instanceId,
+  ]);
+  const local = createLocalStarts({ followUps, workerId: localWorkerId, slots });
 
   // Worker ids are learnt as the workers are created (inside run()): each is recorded under this
   // instance before the reaper's grace period for unknown workers could run out.
@@ -130,6 +145,7 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
 
   let stopped: Promise<void> | undefined;
   return {
+    local,
     stop(graceMs = 10_000) {
       stopped ??= (async () => {
         running = false;
@@ -138,7 +154,10 @@ export async function startWorkers(deps: AppDeps, options: WorkerOptions): Promi
         const timeout = new Promise<"timeout">((resolve) =>
           setTimeout(() => resolve("timeout"), graceMs).unref(),
         );
-        const outcome = await Promise.race([runner.stop().then(() => "stopped" as const), timeout]);
+        const outcome = await Promise.race([
+          Promise.all([runner.stop(), local.stop()]).then(() => "stopped" as const),
+          timeout,
+        ]);
         if (outcome === "timeout") {
           options.log.warn(
             { graceMs },
@@ -192,19 +211,30 @@ export async function reapDeadWorkers(pool: pg.Pool, log: WorkerOptions["log"]):
   }
 }
 
-function wrap(task: RunnableTask, deps: AppDeps, followUps: FollowUpOptions): TaskList[string] {
+/** `slots`: a graphile-worker job runs in one of the instance's job slots, shared with jobs started here. */
+function wrap(
+  task: RunnableTask,
+  deps: AppDeps,
+  followUps: FollowUpOptions,
+  slots: JobSlots,
+): TaskList[string] {
   return async (payload, helpers) => {
-    await task(payload ?? {}, deps, {
-      id: helpers.job.id,
-      attempt: helpers.job.attempts,
-      maxAttempts: helpers.job.max_attempts,
-    });
-    const { job_queue_id: queueId, locked_by: workerId } = helpers.job;
-    if (queueId === null || workerId === null) return;
-    // This job is done whatever happens next: a follow-up's trouble is the follow-up's.
-    await runFollowUps(followUps, { queueId, workerId }).catch((error: unknown) =>
-      deps.log.error({ err: error }, "running a queue's next jobs failed"),
-    );
+    await slots.take();
+    try {
+      await task(payload ?? {}, deps, {
+        id: helpers.job.id,
+        attempt: helpers.job.attempts,
+        maxAttempts: helpers.job.max_attempts,
+      });
+      const { job_queue_id: queueId, locked_by: workerId } = helpers.job;
+      if (queueId === null || workerId === null) return;
+      // This job is done whatever happens next: a follow-up's trouble is the follow-up's.
+      await runFollowUps(followUps, { queueId, workerId }).catch((error: unknown) =>
+        deps.log.error({ err: error }, "running a queue's next jobs failed"),
+      );
+    } finally {
+      slots.give();
+    }
   };
 }
 

@@ -48,7 +48,8 @@ const deliveryDoc = z.object({
 export function registerWebhookRoutes(app: FastifyInstance, deps: AppDeps) {
   const { db, cipher, config } = deps;
   // Deliveries acknowledged at the same moment share one commit (see createJobBatcher).
-  const jobs = createJobBatcher(db);
+  // With this instance's workers free, a delivery's job starts here as soon as it is committed.
+  const jobs = createJobBatcher(db, () => deps.jobs.local);
 
   app.get<{ Querystring: Record<string, unknown> }>(
     WEBHOOK_PATH,

@@ -1,6 +1,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DbOrTx } from "../db/client.js";
 import { pgErrorCode } from "../db/errors.js";
+import type { LocallyStartedJob, LocalStart } from "../ports.js";
 import type { TaskName, TaskPayload } from "./tasks.js";
 
 /**
@@ -74,8 +75,14 @@ const MAX_BATCH = 200;
  * insert, so a queue keeps the order jobs arrived in). Each commit costs a disk flush and a NOTIFY, which
  * PostgreSQL serialises across all transactions: one per request capped the
  * webhook at a few hundred deliveries a second.
+ *
+ * When the instance runs workers with room for more (`local`), the insert
+ * locks jobs for them, and they start as soon as it commits (see LocalStart).
  */
-export function createJobBatcher(db: DbOrTx): JobBatcher {
+export function createJobBatcher(
+  db: DbOrTx,
+  local: () => LocalStart | undefined = () => undefined,
+): JobBatcher {
   type Waiting = { spec: Record<string, unknown>; resolve: () => void; reject: (error: unknown) => void };
   let waiting: Waiting[] = [];
   let flushing = false;
@@ -97,23 +104,34 @@ export function createJobBatcher(db: DbOrTx): JobBatcher {
         }
       }
       waiting = later;
-      const specs = JSON.stringify(batch.map((w) => w.spec));
-      const insert = () =>
-        db.execute(sql`select count(*) from graphile_worker.add_jobs(array(
-          select spec from json_populate_recordset(null::graphile_worker.job_spec,
-            ${specs}::json) as spec))`);
+      const specs = sql`array(select spec from json_populate_recordset(null::graphile_worker.job_spec,
+        ${JSON.stringify(batch.map((w) => w.spec))}::json) as spec)`;
+      const here = local();
+      const offer = here?.offer();
+      const insert = async (): Promise<LocallyStartedJob[]> => {
+        if (!offer) {
+          await db.execute(sql`select count(*) from graphile_worker.add_jobs(${specs})`);
+          return [];
+        }
+        const { rows } = await db.execute<LocallyStartedJob>(
+          sql`select * from add_jobs_started_here(${specs}, ${offer.workerId}, ${offer.max})`,
+        );
+        return rows;
+      };
       try {
         // Two instances' batches that add the same new queue names can deadlock inside add_jobs
         // (each inserts its names in its own order). PostgreSQL then aborts one whole batch, so
         // adding it again is safe.
+        let started: LocallyStartedJob[] = [];
         for (let attempt = 1; ; attempt++) {
           try {
-            await insert();
+            started = await insert();
             break;
           } catch (error) {
             if (pgErrorCode(error) !== DEADLOCK || attempt >= 3) throw error;
           }
         }
+        if (started.length > 0) here?.run(started);
         for (const w of batch) w.resolve();
       } catch (error) {
         for (const w of batch) w.reject(error);

@@ -8,7 +8,8 @@ import { createTestDatabase } from "../helpers/harness.js";
  * force_unlock_workers, the runner). A few hot or recovery paths read and write its private
  * tables directly: a customer queue's next job (src/jobs/follow-ups.ts), reaping dead workers
  * (src/jobs/worker.ts), waiting for quiet (src/jobs/drain.ts), postponing settle jobs after a
- * restart (src/sending/outbound.ts), whether a campaign's held-back event is queued (src/campaigns/events.ts) and the index of migration 0011. So the version is pinned
+ * restart (src/sending/outbound.ts), whether a campaign's held-back event is queued (src/campaigns/events.ts), the index of migration 0011
+ * and the jobs an instance adds already locked for itself (migration 0025, src/jobs/local-start.ts). So the version is pinned
  * exactly in package.json, and this test fails when an upgrade changes what those paths rely on.
  */
 const USED: Record<string, string[]> = {
@@ -27,9 +28,10 @@ const USED: Record<string, string[]> = {
     "locked_by",
     "is_available",
     "updated_at",
+    "flags",
   ],
   _private_tasks: ["id", "identifier"],
-  _private_job_queues: ["id", "locked_at", "locked_by"],
+  _private_job_queues: ["id", "queue_name", "locked_at", "locked_by"],
 };
 
 describe("graphile-worker's internals this service relies on", () => {
@@ -59,7 +61,7 @@ describe("graphile-worker's internals this service relies on", () => {
         `select p.proname from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'graphile_worker'`,
       );
       expect(functions.rows.map((r) => r.proname)).toEqual(
-        expect.arrayContaining(["add_job", "remove_job", "force_unlock_workers"]),
+        expect.arrayContaining(["add_job", "add_jobs", "remove_job", "force_unlock_workers"]),
       );
       const types = await pool.query(
         `select 1 from pg_type t join pg_namespace n on n.oid = t.typnamespace where n.nspname = 'graphile_worker' and t.typname = 'job_spec'`,
