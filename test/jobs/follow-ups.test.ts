@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { MAX_FOLLOW_UPS, runFollowUps, TAKE_NEXT_JOB } from "../../src/jobs/follow-ups.js";
-import type { RunnableTask } from "../../src/jobs/types.js";
 import { createTestApp, type TestApp } from "../helpers/harness.js";
+import { jobRows, recordingTasks } from "./helpers.js";
 
 // The worker holding a named queue runs the jobs that became due in it (src/jobs/follow-ups.ts),
 // driven here by hand on the real graphile-worker schema, with no worker pool running.
@@ -12,34 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const ran: string[] = [];
-const tasks: Record<string, RunnableTask> = {
-  record: async (payload) => {
-    ran.push(String((payload as { name: string }).name));
-  },
-  explode: async () => {
-    throw new Error("boom");
-  },
-};
-
-interface JobRow {
-  name: string;
-  identifier: string;
-  attempts: number;
-  locked_by: string | null;
-  last_error: string | null;
-  due_in_s: number;
-}
-
-async function jobsLeft(): Promise<JobRow[]> {
-  const { rows } = await t.database.pool.query<JobRow>(
-    `select j.payload->>'name' as name, k.identifier, j.attempts, j.locked_by, j.last_error,
-            extract(epoch from j.run_at - now())::float as due_in_s
-       from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id
-      order by j.id`,
-  );
-  return rows;
-}
+const { ran, tasks } = recordingTasks();
+const jobsLeft = () => jobRows(t.database.pool);
 
 /** Adds the jobs to queue "q", then locks the queue for worker "w1" as a running job would. */
 async function queue(jobs: Array<{ task: string; name: string; runAt?: Date }>) {

@@ -2,18 +2,17 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import type { FollowUpOptions } from "../../src/jobs/follow-ups.js";
 import { createJobSlots } from "../../src/jobs/job-slots.js";
 import { createLocalStarts } from "../../src/jobs/local-start.js";
-import type { RunnableTask } from "../../src/jobs/types.js";
 import type { LocallyStartedJob } from "../../src/ports.js";
-import { signPayload } from "../../src/upstream/sandbox/webhook-payloads.js";
 import {
-  APP_SECRET,
   activeFlow,
   createWorld,
   customer,
+  postWebhook,
   sentMessages,
   type World,
 } from "../flows/runner/helpers.js";
 import { createTestApp, type TestApp } from "../helpers/harness.js";
+import { jobRows, recordingTasks } from "./helpers.js";
 
 // Jobs the instance adds and starts itself (src/jobs/local-start.ts and migration 0025): driven by
 // hand on the real graphile-worker schema with no worker pool running, then end to end through the
@@ -26,41 +25,15 @@ describe("jobs started by the instance that adds them", () => {
   });
   afterAll(() => t.close());
 
-  const ran: string[] = [];
+  const { ran, tasks } = recordingTasks();
   let release: () => void = () => undefined;
-  const tasks: Record<string, RunnableTask> = {
-    record: async (payload) => {
-      ran.push(String((payload as { name: string }).name));
-    },
-    slow: async (payload) => {
-      ran.push(String((payload as { name: string }).name));
-      await new Promise<void>((resolve) => {
-        release = resolve;
-      });
-    },
-    explode: async () => {
-      throw new Error("boom");
-    },
+  tasks.slow = async (payload) => {
+    ran.push(String((payload as { name: string }).name));
+    await new Promise<void>((resolve) => {
+      release = resolve;
+    });
   };
-
-  interface JobRow {
-    name: string;
-    queue: string;
-    attempts: number;
-    locked_by: string | null;
-    last_error: string | null;
-    due_in_s: number;
-  }
-
-  async function jobsLeft(): Promise<JobRow[]> {
-    const { rows } = await t.database.pool.query<JobRow>(
-      `select j.payload->>'name' as name, q.queue_name as queue, j.attempts, j.locked_by, j.last_error,
-              extract(epoch from j.run_at - now())::float as due_in_s
-         from graphile_worker._private_jobs j join graphile_worker._private_job_queues q on q.id = j.job_queue_id
-        order by j.id`,
-    );
-    return rows;
-  }
+  const jobsLeft = () => jobRows(t.database.pool);
 
   async function queueLocks(): Promise<Record<string, string | null>> {
     const { rows } = await t.database.pool.query<{ queue_name: string; locked_by: string | null }>(
@@ -218,14 +191,7 @@ describe("a delivery acknowledged by an instance that runs its workers", () => {
     const blocker = await w.t.database.pool.connect();
     try {
       await blocker.query("begin; lock table messages in share mode");
-      const raw = JSON.stringify(ada.textPayload("local").payload);
-      const delivered = await w.t.app.inject({
-        method: "POST",
-        url: "/api/messaging/webhook",
-        headers: { "content-type": "application/json", "x-hub-signature-256": signPayload(raw, APP_SECRET) },
-        payload: raw,
-      });
-      expect(delivered.statusCode).toBe(200);
+      await postWebhook(w, ada.textPayload("local").payload);
       const { rows } = await w.t.database.pool.query<{
         locked_by: string;
         attempts: number;
