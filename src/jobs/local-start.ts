@@ -33,6 +33,17 @@ const FAIL_AND_UNLOCK = `with failed as (${FAIL_JOB})
   update graphile_worker._private_job_queues
      set locked_at = null, locked_by = null where id = $3 and locked_by = $4`;
 
+/**
+ * Hands the job $1 back untried (its attempt uncounted) and unlocks its queue $3, both held by the
+ * worker $2: a stopping instance leaves them to the queue's other workers.
+ */
+const HAND_BACK = `with back as (
+    update graphile_worker._private_jobs set locked_at = null, locked_by = null, attempts = attempts - 1
+     where id = $1::bigint and locked_by = $2
+  )
+  update graphile_worker._private_job_queues
+     set locked_at = null, locked_by = null where id = $3 and locked_by = $2`;
+
 /** Tries a statement that frees locks three times, a second apart: a lock left behind stalls its queue. */
 async function release(pool: FollowUpOptions["pool"], text: string, values: unknown[]) {
   for (let attempt = 1; ; attempt++) {
@@ -87,6 +98,14 @@ export function createLocalStarts(options: {
     },
     run(jobs) {
       for (const job of jobs) {
+        if (stopping) {
+          // Offered before the stop, added after it: any instance's worker takes it from the queue
+          // (if this statement fails too, the reaper frees it once this instance is gone).
+          void release(pool, HAND_BACK, [job.job_id, workerId, job.queue_id]).catch((error: unknown) =>
+            deps.log.error({ err: error, jobId: job.job_id }, "handing a job back at shutdown failed"),
+          );
+          continue;
+        }
         // Locked for this instance already: it runs even if the slots offered were taken meanwhile.
         options.slots.claim();
         const work: Promise<void> = runOne(job)

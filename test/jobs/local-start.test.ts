@@ -146,7 +146,7 @@ describe("jobs started by the instance that adds them", () => {
     expect(await queueLocks()).toEqual({ qa: null });
   });
 
-  it("offers the job slots graphile-worker's jobs leave, and none once stopping", async () => {
+  it("offers the job slots graphile-worker's jobs leave; once stopping, none, and hands back what comes", async () => {
     const slots = createJobSlots(3);
     const local = createLocalStarts({ followUps: followUps(), workerId: "local-1", slots });
     await slots.take(); // a graphile-worker job running
@@ -168,9 +168,19 @@ describe("jobs started by the instance that adds them", () => {
     expect(local.offer()).toBeNull();
     slots.give();
     expect(local.offer()).toEqual({ workerId: "local-1", max: 1 });
+    // A batch offered a slot before the stop hands its job over after it: the job is handed back
+    // to the queue untried, for any instance's worker.
+    const offered = local.offer();
+    expect(offered).not.toBeNull();
     await local.stop();
     expect(local.offer()).toBeNull();
-    expect(await jobsLeft()).toEqual([]);
+    ran.length = 0;
+    local.run(await addStartedHere([spec("record", "late", "qb")], offered!.max));
+    await vi.waitFor(async () =>
+      expect(await jobsLeft()).toMatchObject([{ name: "late", attempts: 0, locked_by: null }]),
+    );
+    expect(await queueLocks()).toEqual({ qa: null, qb: null });
+    expect(ran).toEqual([]);
   });
 });
 
