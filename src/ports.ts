@@ -157,15 +157,18 @@ export interface Jobs {
   local?: LocalStart;
 }
 
-/** A job added already locked for this instance's workers (src/db/migrations/0025_jobs_started_here.sql). */
-export type LocallyStartedJob = {
-  job_id: string;
-  task: string;
-  job_payload: Record<string, unknown> | null;
-  job_attempts: number;
-  job_max_attempts: number;
-  queue_id: number;
+/** A job taken from a named queue that its worker runs itself (src/jobs/follow-ups.ts). */
+export type QueuedJob = {
+  id: string;
+  /** The task's name. */
+  identifier: string;
+  payload: Record<string, unknown> | null;
+  attempts: number;
+  max_attempts: number;
 };
+
+/** A job added already locked for this instance's workers (src/db/migrations/0025_jobs_started_here.sql). */
+export type LocallyStartedJob = QueuedJob & { queue_id: number };
 
 /**
  * An instance's workers taking the jobs the instance itself adds (the webhook's

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { preparedText } from "../db/prepared.js";
 import type { AppDeps } from "../deps.js";
+import type { QueuedJob } from "../ports.js";
 import type { RunnableTask } from "./types.js";
 
 /**
@@ -26,14 +27,6 @@ import type { RunnableTask } from "./types.js";
 
 /** Follow-ups one job may run, so a busy queue still goes back to the pool now and then. */
 export const MAX_FOLLOW_UPS = 8;
-
-interface QueuedJob {
-  id: string;
-  identifier: string;
-  payload: Record<string, unknown> | null;
-  attempts: number;
-  max_attempts: number;
-}
 
 export interface FollowUpOptions {
   pool: pg.Pool;
@@ -75,6 +68,26 @@ export const FAIL_JOB = `update graphile_worker._private_jobs
   where id = $1::bigint`;
 
 /**
+ * Runs a job its worker took itself (a follow-up, or one started where it was added): null when
+ * its task succeeded, else the error's text (logged), for FAIL_JOB.
+ */
+export async function attemptJob(
+  deps: AppDeps,
+  task: RunnableTask | undefined,
+  job: QueuedJob,
+): Promise<string | null> {
+  try {
+    if (!task) throw new Error(`no task named ${job.identifier} in this instance`);
+    await task(job.payload ?? {}, deps, { id: job.id, attempt: job.attempts, maxAttempts: job.max_attempts });
+    return null;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    deps.log.warn({ jobId: job.id, task: job.identifier, err: message }, "queued job failed; retried later");
+    return message;
+  }
+}
+
+/**
  * `done`: a job of the queue that succeeded and is not deleted yet (the first
  * look deletes it).
  */
@@ -110,19 +123,9 @@ export async function runFollowUps(
     }
     const task = job && tasks[job.identifier];
     if (!job || !task) return;
-    try {
-      await task(job.payload ?? {}, deps, {
-        id: job.id,
-        attempt: job.attempts,
-        maxAttempts: job.max_attempts,
-      });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      deps.log.warn(
-        { jobId: job.id, task: job.identifier, err: message },
-        "queued job failed; retried later",
-      );
-      await pool.query(FAIL_JOB, [job.id, message]);
+    const failure = await attemptJob(deps, task, job);
+    if (failure !== null) {
+      await pool.query(FAIL_JOB, [job.id, failure]);
       return;
     }
     finished = job.id;

@@ -1,5 +1,5 @@
 import type { LocallyStartedJob, LocalStart } from "../ports.js";
-import { FAIL_JOB, type FollowUpOptions, runFollowUps } from "./follow-ups.js";
+import { attemptJob, FAIL_JOB, type FollowUpOptions, runFollowUps } from "./follow-ups.js";
 import type { JobSlots } from "./job-slots.js";
 
 /**
@@ -24,14 +24,15 @@ export interface LocalStarts extends LocalStart {
   stop(): Promise<void>;
 }
 
+/** Unlocks the queue (parameter `queue`) if the worker (parameter `worker`) holds it. */
+const unlockQueue = (queue: string, worker: string) => `update graphile_worker._private_job_queues
+    set locked_at = null, locked_by = null where id = ${queue} and locked_by = ${worker}`;
+
 /** Unlocks the queue $1 held by the worker $2. */
-const UNLOCK_QUEUE = `update graphile_worker._private_job_queues
-    set locked_at = null, locked_by = null where id = $1 and locked_by = $2`;
+const UNLOCK_QUEUE = unlockQueue("$1", "$2");
 
 /** Gives the job $1 back (FAIL_JOB, its error $2) and unlocks its queue $3 held by the worker $4. */
-const FAIL_AND_UNLOCK = `with failed as (${FAIL_JOB})
-  update graphile_worker._private_job_queues
-     set locked_at = null, locked_by = null where id = $3 and locked_by = $4`;
+const FAIL_AND_UNLOCK = `with failed as (${FAIL_JOB}) ${unlockQueue("$3", "$4")}`;
 
 /**
  * Hands the job $1 back untried (its attempt uncounted) and unlocks its queue $3, both held by the
@@ -40,9 +41,7 @@ const FAIL_AND_UNLOCK = `with failed as (${FAIL_JOB})
 const HAND_BACK = `with back as (
     update graphile_worker._private_jobs set locked_at = null, locked_by = null, attempts = attempts - 1
      where id = $1::bigint and locked_by = $2
-  )
-  update graphile_worker._private_job_queues
-     set locked_at = null, locked_by = null where id = $3 and locked_by = $2`;
+  ) ${unlockQueue("$3", "$2")}`;
 
 /** Tries a statement that frees locks three times, a second apart: a lock left behind stalls its queue. */
 async function release(pool: FollowUpOptions["pool"], text: string, values: unknown[]) {
@@ -69,22 +68,13 @@ export function createLocalStarts(options: {
 
   const runOne = async (job: LocallyStartedJob) => {
     const held = { queueId: job.queue_id, workerId };
-    const task = tasks[job.task];
-    try {
-      if (!task) throw new Error(`no task named ${job.task} in this instance`);
-      await task(job.job_payload ?? {}, deps, {
-        id: job.job_id,
-        attempt: job.job_attempts,
-        maxAttempts: job.job_max_attempts,
-      });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      deps.log.warn({ jobId: job.job_id, task: job.task, err: message }, "queued job failed; retried later");
-      await release(pool, FAIL_AND_UNLOCK, [job.job_id, message, held.queueId, workerId]);
+    const failure = await attemptJob(deps, tasks[job.identifier], job);
+    if (failure !== null) {
+      await release(pool, FAIL_AND_UNLOCK, [job.id, failure, held.queueId, workerId]);
       return;
     }
     // The job is done whatever happens next: a follow-up's trouble is the follow-up's.
-    await runFollowUps(followUps, held, job.job_id).catch((error: unknown) =>
+    await runFollowUps(followUps, held, job.id).catch((error: unknown) =>
       deps.log.error({ err: error }, "running a queue's next jobs failed"),
     );
     await release(pool, UNLOCK_QUEUE, [held.queueId, workerId]);
@@ -101,8 +91,8 @@ export function createLocalStarts(options: {
         if (stopping) {
           // Offered before the stop, added after it: any instance's worker takes it from the queue
           // (if this statement fails too, the reaper frees it once this instance is gone).
-          void release(pool, HAND_BACK, [job.job_id, workerId, job.queue_id]).catch((error: unknown) =>
-            deps.log.error({ err: error, jobId: job.job_id }, "handing a job back at shutdown failed"),
+          void release(pool, HAND_BACK, [job.id, workerId, job.queue_id]).catch((error: unknown) =>
+            deps.log.error({ err: error, jobId: job.id }, "handing a job back at shutdown failed"),
           );
           continue;
         }
@@ -111,7 +101,7 @@ export function createLocalStarts(options: {
         const work: Promise<void> = runOne(job)
           .catch((error: unknown) =>
             // The job and its queue stay locked: the reaper frees them once this instance is gone.
-            deps.log.error({ err: error, jobId: job.job_id }, "ending a job started here failed"),
+            deps.log.error({ err: error, jobId: job.id }, "ending a job started here failed"),
           )
           .finally(() => {
             running.delete(work);

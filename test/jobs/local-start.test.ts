@@ -81,7 +81,7 @@ describe("jobs started by the instance that adds them", () => {
       [spec("record", "a", "qa"), spec("record", "b", "qb"), spec("record", "c", "qc")],
       2,
     );
-    expect(started.map((job) => [job.task, job.job_payload, job.job_attempts])).toEqual([
+    expect(started.map((job) => [job.identifier, job.payload, job.attempts])).toEqual([
       ["record", { name: "a" }, 1],
       ["record", { name: "b" }, 1],
     ]);

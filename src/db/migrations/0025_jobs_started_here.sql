@@ -8,7 +8,7 @@
 CREATE FUNCTION "add_jobs_started_here"(
   specs graphile_worker.job_spec[], worker_id text, max_started integer
 ) RETURNS TABLE (
-  job_id text, task text, job_payload json, job_attempts integer, job_max_attempts integer, queue_id integer
+  id text, identifier text, payload json, attempts integer, max_attempts integer, queue_id integer
 ) LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   spec graphile_worker.job_spec;
@@ -24,11 +24,14 @@ BEGIN
        AND (spec.run_at IS NULL OR spec.run_at <= now()) THEN
       INSERT INTO graphile_worker._private_job_queues (queue_name) VALUES (spec.queue_name)
         ON CONFLICT DO NOTHING;
-      SELECT q.id INTO queue FROM graphile_worker._private_job_queues q
-       WHERE q.queue_name = spec.queue_name AND q.locked_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j
-                          WHERE j.job_queue_id = q.id AND j.is_available AND j.run_at <= now())
-         FOR UPDATE SKIP LOCKED;
+      UPDATE graphile_worker._private_job_queues AS locked SET locked_at = now(), locked_by = worker_id
+       WHERE locked.id = (
+               SELECT q.id FROM graphile_worker._private_job_queues q
+                WHERE q.queue_name = spec.queue_name AND q.locked_at IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs j
+                                   WHERE j.job_queue_id = q.id AND j.is_available AND j.run_at <= now())
+                  FOR UPDATE SKIP LOCKED)
+      RETURNING locked.id INTO queue;
     END IF;
     IF queue IS NULL THEN
       later := later || spec;
@@ -36,7 +39,6 @@ BEGIN
     END IF;
     INSERT INTO graphile_worker._private_tasks (identifier) VALUES (spec.identifier) ON CONFLICT DO NOTHING;
     SELECT t.id INTO task_row FROM graphile_worker._private_tasks t WHERE t.identifier = spec.identifier;
-    UPDATE graphile_worker._private_job_queues SET locked_at = now(), locked_by = worker_id WHERE id = queue;
     INSERT INTO graphile_worker._private_jobs
         (job_queue_id, task_id, payload, run_at, max_attempts, priority, flags, attempts, locked_at, locked_by)
       VALUES (queue, task_row, coalesce(spec.payload, '{}'::json), now(), coalesce(spec.max_attempts, 25),
@@ -44,11 +46,11 @@ BEGIN
               (SELECT jsonb_object_agg(flag, true) FROM unnest(spec.flags) AS flag), 1, now(), worker_id)
       RETURNING * INTO job;
     started := started + 1;
-    job_id := job.id::text;
-    task := spec.identifier;
-    job_payload := job.payload;
-    job_attempts := job.attempts;
-    job_max_attempts := job.max_attempts;
+    id := job.id::text;
+    identifier := spec.identifier;
+    payload := job.payload;
+    attempts := job.attempts;
+    max_attempts := job.max_attempts;
     queue_id := queue;
     RETURN NEXT;
   END LOOP;
