@@ -547,7 +547,7 @@ async function main() {
   const missed: string[] = [];
   // The web console's budgets: its download, and a new message's way to an open inbox.
   if (!only || only.includes("console")) {
-    if (!(await runConsoleBench(embedded.url))) missed.push("the console's budgets");
+    if (!(await runScript("bench/console.ts", embedded.url))) missed.push("the console's budgets");
   }
   // Starting a 100,000-recipient campaign against a bare INSERT ... SELECT (bench/campaign.ts).
   if (!only || only.includes("campaign")) {
@@ -843,22 +843,6 @@ function runLoad(scenario: Scenario): Promise<LoadResult> {
       if (code !== 0) reject(new Error(`load process exited with ${code}`));
       else resolve(JSON.parse(out.trim().split("\n").pop() ?? "{}") as LoadResult);
     });
-  });
-}
-
-/** Resolves whether the console's budgets were met. */
-function runConsoleBench(databaseUrl: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const args = [
-      "--import",
-      "tsx",
-      "bench/console.ts",
-      `--database-url=${databaseUrl}`,
-      ...(quick ? ["--quick"] : []),
-    ];
-    const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit" });
-    children.push(child);
-    child.on("exit", (code) => resolve(code === 0));
   });
 }
 
