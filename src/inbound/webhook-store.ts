@@ -1,5 +1,6 @@
 import { and, eq, isNull, type SQL, sql } from "drizzle-orm";
 import type { Db, DbOrTx } from "../db/client.js";
+import { commitUnflushed } from "../db/commit.js";
 import { pgErrorCode } from "../db/errors.js";
 import { prepared } from "../db/prepared.js";
 import { contacts, conversations, messageReactions, messages, messagingConfigs } from "../db/schema/index.js";
@@ -125,7 +126,7 @@ async function applyStatusAlone(db: Db, phoneNumberId: string, update: StatusUpd
     with owner as (
       select account_id from ${messagingConfigs} where phone_number_id = ${phoneNumberId}::text
     ), moved as (${moveByStatus(owner, update, now)})
-    select ${owner} as account_id,
+    select ${owner} as account_id, ${commitUnflushed} as unflushed,
            not exists (select 1 from moved) and exists (
              select 1 from ${messages}
               where id = ${isOurMessageId(update.callbackData) ? update.callbackData : null}::uuid
@@ -261,7 +262,7 @@ async function storeMessage(
            coalesce((select id from message),
                     (select id from ${messages} where account_id = ${accountId}
                        and message_id = ${message.upstreamId})) as message_id,
-           exists (select 1 from message) as inserted,
+           exists (select 1 from message) as inserted, ${commitUnflushed} as unflushed,
            ${runnerLookColumns(accountId, sql`(select id from contact)`)},
            (select json_build_object('optOutKeywords', s.opt_out_keywords, 'optInKeywords', s.opt_in_keywords,
                                      'optOutReply', s.opt_out_reply)
