@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../src/db/client.js";
+import { connectDatabase, type Database, type DbOrTx } from "../../src/db/client.js";
 import { commitUnflushed } from "../../src/db/commit.js";
 import { prepared } from "../../src/db/prepared.js";
 import { createTestDatabase } from "../helpers/harness.js";
@@ -24,14 +24,14 @@ afterAll(async () => {
   await owned.drop();
 });
 
-const setting = async (db: Database["db"]) =>
+const setting = async (db: DbOrTx) =>
   (await db.execute<{ value: string }>(sql`select current_setting('synchronous_commit') as value`)).rows[0]
     ?.value;
 
 describe("a statement committed unflushed", () => {
   it("is committed at once, and the session commits synchronously again after it", async () => {
     for (const n of [1, 2]) {
-      const { rows } = await database.db.execute<{ n: number; during: string }>(
+      const { rows } = await database.db.execute<{ n: number }>(
         prepared(sql`with row as (insert into commit_probe (n) values (${n}::int) returning n)
                      select row.n, ${commitUnflushed} as unflushed from row`),
       );
@@ -50,8 +50,7 @@ describe("a statement committed unflushed", () => {
   it("holds for its own transaction only when it runs inside one", async () => {
     const during = await database.db.transaction(async (tx) => {
       await tx.execute(sql`select ${commitUnflushed}`);
-      return (await tx.execute<{ value: string }>(sql`select current_setting('synchronous_commit') as value`))
-        .rows[0]?.value;
+      return setting(tx);
     });
     expect(during).toBe("off");
     expect(await setting(database.db)).toBe("on");
