@@ -59,7 +59,8 @@ export async function storeChange(
   // What Meta sends most: one message and nothing else. Its one statement (which also finds the
   // account) is atomic on its own (a media message also adds its download job, so it takes the
   // transaction below). It and the lone status below commit without waiting for the disk
-  // (commitUnflushed): this job holds the delivery until a later commit that waits.
+  // (commitUnflushed; so does the transaction below when it stores a customer message, which
+  // takes the same statement): this job holds the delivery until a later commit that waits.
   if (change.items.length === 1 && only?.kind === "message" && !only.media && change.statuses.length === 0) {
     const stored = await withDeadlockRetry(() =>
       storeMessage(db, { phoneNumberId: change.phoneNumberId }, only, change, input.now),
