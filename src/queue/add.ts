@@ -30,13 +30,15 @@ export interface JobOptions {
  * The call that adds a job, as an expression that can also stand inside a
  * bigger statement (the job then exists exactly when that statement's rows
  * do); `payload` is a SQL expression of type json (of `task`'s payload type:
- * see src/queue/tasks.ts).
+ * see src/queue/tasks.ts). A job due later is added without graphile-worker's
+ * NOTIFY (migration 0026): it would wake no worker that could run it, and it
+ * would make the commit wait for other notifying commits' disk flushes.
  */
 export const addJobSql = (
   task: TaskName,
   payload: SQL,
   options: JobOptions = {},
-) => sql`graphile_worker.add_job(
+) => sql`${options.runAt ? sql`add_job_notify_if_due` : sql`graphile_worker.add_job`}(
     identifier := ${task}::text,
     payload := ${payload},
     queue_name := ${options.queueName ?? null}::text,
@@ -45,6 +47,12 @@ export const addJobSql = (
     job_key := (${options.jobKey ?? null})::text,
     priority := ${options.priority ?? null}::integer
   )`;
+
+/**
+ * The call that removes the job of a key (graphile-worker's remove_job, without
+ * its NOTIFY, which wakes no worker: migration 0026), as an expression.
+ */
+export const removeJobSql = (jobKey: string) => sql`remove_job_quietly(${jobKey}::text)`;
 
 /** Adds a job on the given connection or transaction. */
 export async function addJob<N extends TaskName>(

@@ -14,7 +14,7 @@ import {
 } from "../flows/runner/engine.js";
 import { withContactLock } from "../flows/runner/store.js";
 import type { ClaimedSend } from "../ports.js";
-import { addJob, addJobSql } from "../queue/add.js";
+import { addJob, addJobSql, removeJobSql } from "../queue/add.js";
 import { customerQueue } from "../queue/names.js";
 import {
   SEND_BOT_MESSAGE_TASK,
@@ -355,7 +355,7 @@ async function recordResult(deps: SendDeps, payload: SendPayload, target: Record
   if (result.kind === "withdrawn") {
     // Never went out, and never will: its campaign was cancelled or paused since the claim.
     await deps.db.transaction(async (tx) => {
-      await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+      await tx.execute(sql`select ${removeJobSql(settleKey(payload.messageId))}`);
       const [message] = await tx
         .select({ campaignId: messages.campaignId })
         .from(messages)
@@ -384,7 +384,7 @@ async function recordResult(deps: SendDeps, payload: SendPayload, target: Record
   if (kind === "retry" && attempt < MAX_SEND_ATTEMPTS) {
     await deps.db.transaction(async (tx) => {
       await tx.update(messages).set({ sendStartedAt: null }).where(eq(messages.id, payload.messageId));
-      await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+      await tx.execute(sql`select ${removeJobSql(settleKey(payload.messageId))}`);
       await addJob(
         tx,
         payload.runId ? SEND_BOT_MESSAGE_TASK : SEND_MESSAGE_TASK,
@@ -450,7 +450,7 @@ async function recordSent(
         returning campaign_id
       )
       select (select campaign_id from sent) as campaign_id,
-             graphile_worker.remove_job(${settleKey(payload.messageId)}::text) is not null as removed`),
+             ${removeJobSql(settleKey(payload.messageId))} is not null as removed`),
       ),
       payload.runId ? lockRunContext(tx, deps, payload.runId) : null,
     ]);
@@ -558,7 +558,7 @@ async function recordFailure(
         conversationId: messages.conversationId,
         campaignId: messages.campaignId,
       });
-    await tx.execute(sql`select graphile_worker.remove_job(${settleKey(payload.messageId)})`);
+    await tx.execute(sql`select ${removeJobSql(settleKey(payload.messageId))}`);
     if (failed?.campaignId) {
       await campaignSendOutcome(tx, {
         messageId: payload.messageId,
