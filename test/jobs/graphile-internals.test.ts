@@ -8,8 +8,9 @@ import { createTestDatabase } from "../helpers/harness.js";
  * force_unlock_workers, the runner). A few hot or recovery paths read and write its private
  * tables directly: a customer queue's next job (src/jobs/follow-ups.ts), reaping dead workers
  * (src/jobs/worker.ts), waiting for quiet (src/jobs/drain.ts), postponing settle jobs after a
- * restart (src/sending/outbound.ts), whether a campaign's held-back event is queued (src/campaigns/events.ts), the index of migration 0011
- * and the jobs an instance adds already locked for itself (migration 0025, src/jobs/local-start.ts). So the version is pinned
+ * restart (src/sending/outbound.ts), whether a campaign's held-back event is queued (src/campaigns/events.ts), the index of migration 0011,
+ * the jobs an instance adds already locked for itself (migration 0025, src/jobs/local-start.ts), and jobs due later added,
+ * and settle jobs removed, without a NOTIFY (migration 0026, src/queue/add.ts). So the version is pinned
  * exactly in package.json, and this test fails when an upgrade changes what those paths rely on.
  */
 const USED: Record<string, string[]> = {
@@ -29,6 +30,7 @@ const USED: Record<string, string[]> = {
     "is_available",
     "updated_at",
     "flags",
+    "revision",
   ],
   _private_tasks: ["id", "identifier"],
   _private_job_queues: ["id", "queue_name", "locked_at", "locked_by"],
