@@ -450,7 +450,7 @@ async function recordSent(
         returning campaign_id
       )
       select (select campaign_id from sent) as campaign_id,
-             ${removeJobSql(settleKey(payload.messageId))} is not null as removed`),
+             (${removeJobSql(settleKey(payload.messageId))}).id is not null as removed`),
       ),
       payload.runId ? lockRunContext(tx, deps, payload.runId) : null,
     ]);
