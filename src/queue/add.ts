@@ -31,8 +31,8 @@ export interface JobOptions {
  * bigger statement (the job then exists exactly when that statement's rows
  * do); `payload` is a SQL expression of type json (of `task`'s payload type:
  * see src/queue/tasks.ts). A job due later is added without graphile-worker's
- * NOTIFY (migration 0026): it would wake no worker that could run it, and it
- * would make the commit wait for other notifying commits' disk flushes.
+ * NOTIFY (migration 0026): it would only wake an idle worker to look for a job
+ * and find none due.
  */
 export const addJobSql = (
   task: TaskName,

@@ -1,12 +1,11 @@
 -- Adding and removing jobs without a NOTIFY when it would wake nobody (src/queue/add.ts).
--- graphile-worker's add_job and remove_job send a NOTIFY on "jobs:insert" with every call. A
--- transaction that has notified takes one database-wide lock at its commit and holds it until the
--- commit is on disk, so such commits wait for each other's WAL flush instead of sharing one. The
+-- graphile-worker's add_job and remove_job send a NOTIFY on "jobs:insert" with every call. The
 -- NOTIFY pays for a job due now: it wakes an idle worker at once. A job due later gains nothing from
--- it (the worker it wakes finds nothing due; the workers' poll, every second, finds the job once it
--- is), and a removal's NOTIFY (a count of -1) wakes no worker at all. Every send adds a settle job due
--- minutes later and removes it once Meta has answered, so a reply or a campaign send committed twice
--- behind that lock.
+-- it: the worker it wakes looks for a job and finds none due (the workers' poll, every second, finds
+-- the job once it is). A removal's NOTIFY (a count of -1) wakes no worker at all. Every send adds a
+-- settle job due minutes later and removes it once Meta has answered, so every claim woke an idle
+-- worker for nothing. (A notifying transaction also takes one database-wide lock at its commit until
+-- the commit is on disk; the account events' NOTIFY still takes it for most of a send's commits.)
 -- Writes graphile-worker 0.16's tables as its add_jobs (one job, job_key_mode 'replace') and
 -- remove_job do (package.json keeps it to 0.16.x; test/jobs/graphile-internals.test.ts).
 CREATE FUNCTION "add_job_notify_if_due"(
