@@ -4,8 +4,8 @@ import { createTestDatabase } from "../helpers/harness.js";
 
 /**
  * Migration 0026: a job due later is added, and a job's removal made, without
- * graphile-worker's NOTIFY (a notifying commit waits for the others' disk
- * flushes), with the same rows graphile-worker's add_job and remove_job write.
+ * graphile-worker's NOTIFY (it would only wake an idle worker to find nothing
+ * due), with the same rows graphile-worker's add_job and remove_job write.
  */
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let pool: pg.Pool;
@@ -32,9 +32,9 @@ afterAll(async () => {
  * notifications in commit order, so a sentinel notified by a later commit marks
  * the end: what has not come before it was never sent.
  */
-async function notifiedBy(statement: string, values: unknown[] = []): Promise<string[]> {
+async function notifiedBy(statement: string): Promise<string[]> {
   heard.length = 0;
-  await pool.query(statement, values);
+  await pool.query(statement);
   await pool.query(`select pg_notify('sentinel', '')`);
   const deadline = Date.now() + 5_000;
   while (!heard.includes("sentinel")) {
