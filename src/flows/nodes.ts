@@ -57,10 +57,25 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 /** What is wrong with a node's config for storage (see http/input.ts), nested at most CONFIG_MAX_DEPTH. */
 export const configProblem = (value: unknown) => jsonValueProblem(value, CONFIG_MAX_DEPTH);
 
+/** The 400 of checkNodeShapes, naming the node by its index and, once known, its key. */
+function nodeFailure(index: number, message: string, nodeKey?: string): ApiError {
+  const who = nodeKey === undefined ? `nodes[${index}]` : `nodes[${index}] (node_key "${nodeKey}")`;
+  return new ApiError(400, `${who}: ${message}`);
+}
+
+/** A node's position: 0 when absent, otherwise a finite number (or the message saying why not). */
+function positionOf(raw: Record<string, unknown>, name: "position_x" | "position_y"): number | string {
+  const p = raw[name];
+  if (p === undefined || p === null) return 0;
+  if (typeof p !== "number" || !Number.isFinite(p)) return `${name} must be a number`;
+  return p;
+}
+
 /**
  * The shape check of PUT /api/flows/{id} `nodes`: drafts may be incomplete, so
  * only what the store and the editor rely on is checked. Throws 400 naming the
- * offending node; returns the nodes with positions defaulted to 0.
+ * offending node; returns the nodes with positions defaulted to 0. A plain
+ * loop with no closure per node: a 500-node PUT runs it on every save.
  */
 export function checkNodeShapes(value: unknown): NodeInput[] {
   if (!Array.isArray(value)) throw new ApiError(400, "nodes: must be an array");
@@ -68,41 +83,38 @@ export function checkNodeShapes(value: unknown): NodeInput[] {
     throw new ApiError(400, `nodes: a flow holds at most ${MAX_NODES_PER_FLOW} nodes`);
   }
   const seen = new Set<string>();
-  return value.map((raw, index) => {
-    const fail = (message: string, nodeKey?: string): never => {
-      const who = nodeKey === undefined ? `nodes[${index}]` : `nodes[${index}] (node_key "${nodeKey}")`;
-      throw new ApiError(400, `${who}: ${message}`);
-    };
-    if (!isObject(raw)) return fail("must be an object");
+  const nodes: NodeInput[] = [];
+  for (let index = 0; index < value.length; index++) {
+    const raw: unknown = value[index];
+    if (!isObject(raw)) throw nodeFailure(index, "must be an object");
     const nodeKey = raw.node_key;
-    if (typeof nodeKey !== "string") return fail("node_key must be a string");
-    if (nodeKey.trim() === "") return fail("node_key must not be empty");
+    if (typeof nodeKey !== "string") throw nodeFailure(index, "node_key must be a string");
+    if (nodeKey.trim() === "") throw nodeFailure(index, "node_key must not be empty");
     if (nodeKey.length > NODE_KEY_MAX_LENGTH) {
-      return fail(`node_key must be at most ${NODE_KEY_MAX_LENGTH} characters`);
+      throw nodeFailure(index, `node_key must be at most ${NODE_KEY_MAX_LENGTH} characters`);
     }
-    if (!isStorable(nodeKey)) return fail(`node_key ${UNSTORABLE_MESSAGE}`);
-    if (typeof raw.node_type !== "string") return fail("node_type must be a string", nodeKey);
-    if (!isNodeType(raw.node_type)) {
-      return fail(`node_type "${raw.node_type}" is not one of ${NODE_TYPES.join(", ")}`, nodeKey);
+    if (!isStorable(nodeKey)) throw nodeFailure(index, `node_key ${UNSTORABLE_MESSAGE}`);
+    const nodeType = raw.node_type;
+    if (typeof nodeType !== "string") throw nodeFailure(index, "node_type must be a string", nodeKey);
+    if (!isNodeType(nodeType)) {
+      throw nodeFailure(index, `node_type "${nodeType}" is not one of ${NODE_TYPES.join(", ")}`, nodeKey);
     }
-    if (!isObject(raw.config)) return fail("config must be an object", nodeKey);
+    if (!isObject(raw.config)) throw nodeFailure(index, "config must be an object", nodeKey);
     const problem = configProblem(raw.config);
-    if (problem) return fail(`config ${problem}`, nodeKey);
-    const position = (name: "position_x" | "position_y"): number => {
-      const p = raw[name];
-      if (p === undefined || p === null) return 0;
-      if (typeof p !== "number" || !Number.isFinite(p)) return fail(`${name} must be a number`, nodeKey);
-      return p;
-    };
-    const node: NodeInput = {
-      node_key: nodeKey,
-      node_type: raw.node_type,
-      config: raw.config,
-      position_x: position("position_x"),
-      position_y: position("position_y"),
-    };
-    if (seen.has(nodeKey)) return fail("node_key is used by an earlier node", nodeKey);
+    if (problem) throw nodeFailure(index, `config ${problem}`, nodeKey);
+    const positionX = positionOf(raw, "position_x");
+    if (typeof positionX === "string") throw nodeFailure(index, positionX, nodeKey);
+    const positionY = positionOf(raw, "position_y");
+    if (typeof positionY === "string") throw nodeFailure(index, positionY, nodeKey);
+    if (seen.has(nodeKey)) throw nodeFailure(index, "node_key is used by an earlier node", nodeKey);
     seen.add(nodeKey);
-    return node;
-  });
+    nodes.push({
+      node_key: nodeKey,
+      node_type: nodeType,
+      config: raw.config,
+      position_x: positionX,
+      position_y: positionY,
+    });
+  }
+  return nodes;
 }

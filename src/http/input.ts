@@ -31,31 +31,34 @@ export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
 
 /**
  * What is wrong with a JSON value for PostgreSQL's jsonb (a string or key it
- * cannot store, a non-finite number, nesting deeper than `maxDepth`), or null.
- * Iterative, so depth is bounded before anything recurses.
+ * cannot store, a non-finite number, nesting deeper than `maxDepth`), or null:
+ * the first problem in document order. It recurses only after the depth is
+ * checked, so a hostile document cannot take it deeper than `maxDepth` calls.
  */
 export function jsonValueProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): string | null {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v === "string") {
-      if (!isStorable(v)) return `contains a string that ${UNSTORABLE_MESSAGE}`;
-      continue;
+  return problemAt(value, maxDepth, 1);
+}
+
+function problemAt(value: unknown, maxDepth: number, depth: number): string | null {
+  if (typeof value === "string") {
+    return isStorable(value) ? null : `contains a string that ${UNSTORABLE_MESSAGE}`;
+  }
+  if (typeof value === "number") return Number.isFinite(value) ? null : "contains a number out of range";
+  if (value === null || typeof value !== "object") return null;
+  if (depth > maxDepth) return `is nested deeper than ${maxDepth} levels`;
+  if (Array.isArray(value)) {
+    for (const child of value) {
+      const problem = problemAt(child, maxDepth, depth + 1);
+      if (problem) return problem;
     }
-    if (typeof v === "number") {
-      if (!Number.isFinite(v)) return "contains a number out of range";
-      continue;
-    }
-    if (v === null || typeof v !== "object") continue;
-    if (depth > maxDepth) return `is nested deeper than ${maxDepth} levels`;
-    if (Array.isArray(v)) {
-      for (const child of v) stack.push([child, depth + 1]);
-      continue;
-    }
-    for (const [key, child] of Object.entries(v)) {
-      if (!isStorable(key)) return `contains a key that ${UNSTORABLE_MESSAGE}`;
-      stack.push([child, depth + 1]);
-    }
+    return null;
+  }
+  const object = value as Record<string, unknown>;
+  for (const key in object) {
+    if (!Object.hasOwn(object, key)) continue;
+    if (!isStorable(key)) return `contains a key that ${UNSTORABLE_MESSAGE}`;
+    const problem = problemAt(object[key], maxDepth, depth + 1);
+    if (problem) return problem;
   }
   return null;
 }
