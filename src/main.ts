@@ -1,3 +1,5 @@
+// First, before the modules below are evaluated: see heap-bound.ts.
+import "./heap-bound.js";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
@@ -5,7 +7,6 @@ import { connectDatabase, type Database } from "./db/client.js";
 import { StartupError } from "./db/data-dir-lock.js";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
-import { boundHeapGrowth } from "./heap.js";
 import { logLine, redactConsole, serializeError, startFailureText } from "./logging.js";
 
 /** How long in-flight requests may finish after SIGTERM before their connections are cut. */
@@ -18,7 +19,6 @@ const HTTP_CONNECTIONS = 10;
 
 async function main() {
   const startedAt = performance.now();
-  boundHeapGrowth();
   // Libraries that print to the console get the logs' redaction list too.
   redactConsole();
   const config = loadConfig(process.env, (m) => logLine("warn", m));
