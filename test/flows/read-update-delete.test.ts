@@ -111,11 +111,14 @@ describe("GET /api/flows/{id}", () => {
         {
           node_key: "b",
           node_type: "send_message",
-          config: { text: "x", nested: { list: [1, 2.25, null, true] } },
+          config: { text: 'héllo 👋 "quoted" \\ back', nested: { list: [1, 2.25, null, true] } },
         },
       ],
     });
     expect(put.statusCode).toBe(200);
+    expect(put.headers["content-type"]).toBe("application/json; charset=utf-8");
+    // The nodes are written and answered as UTF-8 bytes: characters outside ASCII come back whole.
+    expect(put.json().nodes[1].config.text).toBe('héllo 👋 "quoted" \\ back');
     const read = await call(t, owner, "GET", `/api/flows/${id}`);
     expect(read.statusCode).toBe(200);
     expect(read.headers["content-type"]).toMatch(/^application\/json/);
