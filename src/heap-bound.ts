@@ -4,8 +4,8 @@
  * only, and the last full collection of the start comes while those modules
  * load. Applied later, the limit that collection sets (V8's own, about four
  * times the live heap for a small one) held until the heap first reached it,
- * often under the first burst of load (docs/benchmarks.md, "V8's heap flag
- * applied before the modules load").
+ * often under the first burst of load (docs/benchmarks.md, "V8's heap flag came
+ * after the start's last full collection").
  */
 import { boundHeapGrowth } from "./heap.js";
 
