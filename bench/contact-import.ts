@@ -5,6 +5,7 @@
  * imported through the API (upload, job, every row checked and written) while
  * the service's RSS is sampled.
  */
+import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -76,9 +77,12 @@ export async function runContactImportBench(i: {
       chunk += `${phone},"Customer ${n}",${cities[n % 5]},${tag}\n`;
       chunkShaped += `${owner[0]!.id},${phone.slice(1)},${phone.slice(1)},"Customer ${n}",{${tag}},"{""city"": ""${cities[n % 5]}""}"\n`;
       if (chunk.length > 1 << 20) {
-        const written = [out.write(chunk), outShaped.write(chunkShaped)];
-        if (!written[0]) await new Promise<void>((r) => out.once("drain", () => r()));
-        if (!written[1]) await new Promise<void>((r) => outShaped.once("drain", () => r()));
+        // Both waits are listening before either is awaited: a stream that drains while the
+        // other is waited for would otherwise never be heard, and the bench would hang.
+        const drained: Promise<unknown>[] = [];
+        if (!out.write(chunk)) drained.push(once(out, "drain"));
+        if (!outShaped.write(chunkShaped)) drained.push(once(outShaped, "drain"));
+        await Promise.all(drained);
         chunk = "";
         chunkShaped = "";
       }
