@@ -39,6 +39,7 @@ const UNIT_TESTS = [
   "test/foundation/config.test.ts",
   "test/foundation/engines.test.ts",
   "test/foundation/heap.test.ts",
+  "test/http/json-body.test.ts",
   "test/media/store.test.ts",
   "test/messaging/reactions/emoji.test.ts",
   "test/flows/runner/rules.test.ts",

@@ -11,20 +11,31 @@ import { isStorable, UNSTORABLE_MESSAGE } from "./storable.js";
 export const MAX_JSON_DEPTH = 64;
 
 /**
- * How deeply `value` nests, counted without recursion (so that a hostile
- * document cannot exhaust the stack), stopping as soon as `limit` is passed.
+ * How deeply `value` nests (a scalar 0, an empty object or array 1), stopping
+ * as soon as `limit` is passed: the answer is then `limit + 1`. It recurses
+ * only below the limit, so a hostile document cannot take it deeper than
+ * `limit + 1` calls.
  */
 export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
-  let deepest = 0;
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > limit) return deepest;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+  return depthFrom(value, 1, limit);
+}
+
+function depthFrom(value: unknown, depth: number, limit: number): number {
+  if (value === null || typeof value !== "object") return 0;
+  if (depth > limit) return depth;
+  let deepest = depth;
+  if (Array.isArray(value)) {
+    for (const child of value) {
+      deepest = Math.max(deepest, depthFrom(child, depth + 1, limit));
+      if (deepest > limit) return deepest;
     }
+    return deepest;
+  }
+  const object = value as Record<string, unknown>;
+  for (const key in object) {
+    if (!Object.hasOwn(object, key)) continue;
+    deepest = Math.max(deepest, depthFrom(object[key], depth + 1, limit));
+    if (deepest > limit) return deepest;
   }
   return deepest;
 }
