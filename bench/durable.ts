@@ -6,6 +6,7 @@
  */
 import pg from "pg";
 import { inboundTextPayload, signPayload } from "../src/upstream/sandbox/webhook-payloads.js";
+import { cpuAvailable, parentOf, processCpuMs, treeCpuMs } from "./cpu.js";
 
 export interface DurableInputs {
   /** The service(s) to post to. */
@@ -30,6 +31,15 @@ export interface DurableInputs {
   latencyFlood: number;
   /** The bare reply pipeline (bench/bare.ts) on the same database and sandbox. */
   bare?: { url: string; pid: number; reply: string };
+  /** The sandbox's process, whose CPU each flood reports (with the service's and PostgreSQL's). */
+  sandboxPid?: number;
+}
+
+/** CPU time a flood cost, per reply, in ms: the replying processes', PostgreSQL's (all its processes), the sandbox's. */
+export interface CpuPerReply {
+  replier: number;
+  postgres: number;
+  sandbox: number;
 }
 
 /** Medians at low load, from a delivery's POST: the reply the sandbox got, and the webhook's answer. */
@@ -60,6 +70,8 @@ export interface DurableResults {
     bare?: boolean;
     /** Answered at once, with as many triggers as the flood at Meta's round trip (its 0.8 x target). */
     sameAsSlow?: boolean;
+    /** Where /proc can be read. */
+    cpuPerReply?: CpuPerReply;
   }>;
   /** The send rate held at messages_per_second 10: the most sends in any one-second window. */
   rateHeld?: { limit: number; sends: number; busiestSecond: number; seconds: number };
@@ -411,6 +423,13 @@ async function flood(
   const reply = bare ? bare.reply : `Flood ${instances} (${latencyMs} ms) reply`;
   if (!bare) await replyFlow(i, keyword, reply);
   const pids = bare ? [bare.pid] : [i.servicePid, ...(second ? [second.pid] : [])];
+  const postmaster = cpuAvailable ? await postmasterPid(i.databaseUrl) : undefined;
+  const cpuNow = (): CpuPerReply => ({
+    replier: pids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
+    postgres: postmaster ? treeCpuMs(postmaster) : 0,
+    sandbox: i.sandboxPid ? treeCpuMs(i.sandboxPid) : 0,
+  });
+  const cpuBefore = cpuNow();
   let peak = 0;
   const sampler = setInterval(() => {
     for (const pid of pids) peak = Math.max(peak, i.rssOf(pid));
@@ -441,6 +460,7 @@ async function flood(
   if (!bare) await drainJobs(i.databaseUrl);
   // The jobs are done before the last sends are: those are in flight, off the job queue.
   const sends = await waitForReplies(i.sandbox, reply, acked);
+  const cpuAfter = cpuNow();
   clearInterval(sampler);
   await setSandboxLatency(i.sandbox, 0);
   const lastReply = Math.max(...sends.map((s) => new Date(s.at).getTime()));
@@ -461,11 +481,33 @@ async function flood(
     peakRssMb: peak,
     ...(bare ? { bare: true } : {}),
     ...(sameAsSlow ? { sameAsSlow: true } : {}),
+    ...(postmaster && sends.length > 0
+      ? {
+          cpuPerReply: {
+            replier: (cpuAfter.replier - cpuBefore.replier) / sends.length,
+            postgres: (cpuAfter.postgres - cpuBefore.postgres) / sends.length,
+            sandbox: (cpuAfter.sandbox - cpuBefore.sandbox) / sends.length,
+          },
+        }
+      : {}),
   };
+  const cpu = result.cpuPerReply;
   i.log(
-    `${bare ? "bare pipeline: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB`,
+    `${bare ? "bare pipeline: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB${cpu ? `; CPU a reply: ${bare ? "the bare pipeline" : "the service"} ${cpu.replier.toFixed(2)} ms, PostgreSQL ${cpu.postgres.toFixed(2)} ms, the sandbox ${cpu.sandbox.toFixed(2)} ms` : ""}`,
   );
   return result;
+}
+
+/** The PostgreSQL server's postmaster: the parent of one of its backends. */
+async function postmasterPid(url: string): Promise<number | undefined> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>("select pg_backend_pid() as pid");
+    return rows[0] ? parentOf(rows[0].pid) : undefined;
+  } finally {
+    await client.end();
+  }
 }
 
 /**

@@ -494,6 +494,7 @@ async function main() {
     await waitHttp(`http://127.0.0.1:${barePort}/`, bare);
     durable = await runDurableBench({
       bare: { url: `http://127.0.0.1:${barePort}`, pid: bare.pid!, reply: bareReply },
+      sandboxPid: sandbox.pid!,
       api,
       sandbox: `http://127.0.0.1:${sandboxPort}`,
       databaseUrl: embedded.url,
@@ -801,6 +802,16 @@ function durableTargets(durable: DurableResults | undefined) {
       ]);
     }
   }
+  if (one?.cpuPerReply && bareNow?.cpuPerReply) {
+    const cpu = (c: NonNullable<typeof one.cpuPerReply>) =>
+      `${c.replier.toFixed(2)} / ${c.postgres.toFixed(2)} / ${c.sandbox.toFixed(2)}`;
+    rows.push([
+      `flood answered at once: CPU ms a reply, the replier's / PostgreSQL's / the sandbox's (reported; the service ${cpu(one.cpuPerReply)}, the bare pipeline ${cpu(bareNow.cpuPerReply)}): the service's sum vs the bare pipeline's`,
+      sumOf(one.cpuPerReply) / Math.max(sumOf(bareNow.cpuPerReply), 0.001),
+      () => true,
+      1,
+    ]);
+  }
   if (one && bareNow) {
     rows.push([
       `flood answered at once: replies/s >= 0.5 x the bare reply pipeline's (${Math.round(one.repliesPerSecond)} vs ${Math.round(bareNow.repliesPerSecond)})`,
@@ -828,6 +839,9 @@ function durableTargets(durable: DurableResults | undefined) {
   }
   return rows;
 }
+
+const sumOf = (c: { replier: number; postgres: number; sandbox: number }) =>
+  c.replier + c.postgres + c.sandbox;
 
 function updateDoc(previous: string, block: string): string {
   const tag = quick ? "quick" : "full";
