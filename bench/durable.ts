@@ -33,6 +33,8 @@ export interface DurableInputs {
   bare?: { url: string; pid: number; reply: string };
   /** The sandbox's process, whose CPU each flood reports (with the service's and PostgreSQL's). */
   sandboxPid?: number;
+  /** PostgreSQL's postmaster (set by runDurableBench where /proc can be read). */
+  postmasterPid?: number;
 }
 
 /** CPU time a flood cost, per reply, in ms: the replying processes', PostgreSQL's (all its processes), the sandbox's. */
@@ -269,7 +271,9 @@ async function answerProbe(i: DurableInputs): Promise<Latency> {
   return latency(replyMs, ackMs);
 }
 
-export async function runDurableBench(i: DurableInputs): Promise<DurableResults> {
+export async function runDurableBench(inputs: DurableInputs): Promise<DurableResults> {
+  // The server's processes do not change during the run: its postmaster is looked up once.
+  const i = { ...inputs, postmasterPid: cpuAvailable ? await postmasterPid(inputs.databaseUrl) : undefined };
   // (1) Reply latency at low load: one trigger at a time, from the POST to the sandbox receiving the reply.
   await clearSandboxLog(i.sandbox);
   await replyFlow(i, "latencyprobe", "Latency probe reply");
@@ -423,7 +427,7 @@ async function flood(
   const reply = bare ? bare.reply : `Flood ${instances} (${latencyMs} ms) reply`;
   if (!bare) await replyFlow(i, keyword, reply);
   const pids = bare ? [bare.pid] : [i.servicePid, ...(second ? [second.pid] : [])];
-  const postmaster = cpuAvailable ? await postmasterPid(i.databaseUrl) : undefined;
+  const postmaster = i.postmasterPid;
   const cpuNow = (): CpuPerReply => ({
     replier: pids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
     postgres: postmaster ? treeCpuMs(postmaster) : 0,
