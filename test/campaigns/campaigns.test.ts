@@ -444,13 +444,17 @@ describe("running a campaign", () => {
   }) => {
     const b = await ready(s);
     const people = await addContacts(s.t, b.accountId, 4);
-    const campaign = await created(s, b);
+    // Scheduled an hour ahead, so that the start takes the snapshot and nothing is sent until the
+    // test brings the time forward (a campaign started at once could send before the opt-out below).
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
+    const campaign = await created(s, b, restock({ scheduled_at: inAnHour }));
     s.sandbox.inject(
       { method: "POST", path: /\/messages$/ },
       { status: 400, error: { code: 131026, message: "Message Undeliverable" } },
     );
     // Opted out after the snapshot: checked again at send time.
-    await api(s, b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
+    const started = await api(s, b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
+    expect(started.json().campaign).toMatchObject({ status: "scheduled", counts: { total: 4 } });
     await s.t.database.db.execute(sql`update contacts set opted_out = true where id = ${people[3]?.id}`);
     s.sandbox.inject(
       { method: "POST", path: /\/messages$/ },
@@ -462,6 +466,10 @@ describe("running a campaign", () => {
         },
       },
     );
+    // The hour is over.
+    await s.t.database.db.execute(sql`update campaigns set scheduled_at = now() where id = ${campaign.id}`);
+    await s.t.database.db.execute(sql`update graphile_worker._private_jobs set run_at = now()
+      where key like ${`campaign-send:${campaign.id}:%`}`);
     await s.t.app.deps.jobs.drain();
     const done = await get(s, b, campaign.id);
     expect(done.counts).toMatchObject({ total: 4, failed: 1, deferred: 1, skipped: 1, sent: 1 });
