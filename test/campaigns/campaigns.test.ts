@@ -36,6 +36,9 @@ const restock = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
+/** A `scheduled_at` an hour ahead: started, such a campaign takes its snapshot and sends nothing yet. */
+const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
 const create = async (s: SandboxedApp, b: Business, body: unknown) =>
   api(s, b.user.headers, "POST", "/api/campaigns", body);
 async function created(s: SandboxedApp, b: Business, body: unknown = restock()): Promise<Json> {
@@ -444,10 +447,12 @@ describe("running a campaign", () => {
   }) => {
     const b = await ready(s);
     const people = await addContacts(s.t, b.accountId, 4);
-    // Scheduled an hour ahead, so that the start takes the snapshot and nothing is sent until the
-    // test brings the time forward (a campaign started at once could send before the opt-out below).
-    const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
-    const campaign = await created(s, b, restock({ scheduled_at: inAnHour }));
+    // Scheduled an hour ahead, so that nothing is sent until the test brings the time forward (a
+    // campaign started at once could send before the opt-out below).
+    const campaign = await created(s, b, restock({ scheduled_at: inAnHour() }));
+    const sendJobsDueNow = () =>
+      s.t.database.db.execute(sql`update graphile_worker._private_jobs set run_at = now()
+        where key like ${`campaign-send:${campaign.id}:%`}`);
     s.sandbox.inject(
       { method: "POST", path: /\/messages$/ },
       { status: 400, error: { code: 131026, message: "Message Undeliverable" } },
@@ -468,8 +473,7 @@ describe("running a campaign", () => {
     );
     // The hour is over.
     await s.t.database.db.execute(sql`update campaigns set scheduled_at = now() where id = ${campaign.id}`);
-    await s.t.database.db.execute(sql`update graphile_worker._private_jobs set run_at = now()
-      where key like ${`campaign-send:${campaign.id}:%`}`);
+    await sendJobsDueNow();
     await s.t.app.deps.jobs.drain();
     const done = await get(s, b, campaign.id);
     expect(done.counts).toMatchObject({ total: 4, failed: 1, deferred: 1, skipped: 1, sent: 1 });
@@ -500,8 +504,7 @@ describe("running a campaign", () => {
     await s.t.database.db.execute(
       sql`update campaign_recipients set next_attempt_at = now() where status = 'deferred'`,
     );
-    await s.t.database.db.execute(sql`update graphile_worker._private_jobs set run_at = now()
-      where key like ${`campaign-send:${campaign.id}:%`}`);
+    await sendJobsDueNow();
     await s.t.app.deps.jobs.drain();
     const after = await get(s, b, campaign.id);
     expect(after.counts).toMatchObject({ deferred: 0, sent: 2, failed: 1, skipped: 1 });
@@ -535,11 +538,7 @@ describe("running a campaign", () => {
   it("cancels: queued recipients are skipped; a cancelled campaign cannot resume", async ({ s }) => {
     const b = await ready(s);
     await addContacts(s.t, b.accountId, 10);
-    const campaign = await created(
-      s,
-      b,
-      restock({ scheduled_at: new Date(Date.now() + 3_600_000).toISOString() }),
-    );
+    const campaign = await created(s, b, restock({ scheduled_at: inAnHour() }));
     const started = await api(s, b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
     expect(started.json().campaign.status).toBe("scheduled");
     const cancelled = await api(s, b.user.headers, "POST", `/api/campaigns/${campaign.id}/cancel`);
@@ -557,11 +556,7 @@ describe("running a campaign", () => {
   it("forgets the recipient rows of a deleted contact and of a deleted campaign", async ({ s }) => {
     const b = await ready(s);
     const people = await addContacts(s.t, b.accountId, 3);
-    const campaign = await created(
-      s,
-      b,
-      restock({ scheduled_at: new Date(Date.now() + 3_600_000).toISOString() }),
-    );
+    const campaign = await created(s, b, restock({ scheduled_at: inAnHour() }));
     await api(s, b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
     await s.t.database.db.execute(sql`delete from contacts where id = ${people[0]?.id}`);
     expect((await get(s, b, campaign.id)).counts.total).toBe(2);
@@ -628,11 +623,7 @@ describe("what Meta's webhooks do to a campaign", () => {
   it("pauses the campaign when Meta pauses its template", async ({ s }) => {
     const b = await ready(s);
     await addContacts(s.t, b.accountId, 3);
-    const campaign = await created(
-      s,
-      b,
-      restock({ scheduled_at: new Date(Date.now() + 3_600_000).toISOString() }),
-    );
+    const campaign = await created(s, b, restock({ scheduled_at: inAnHour() }));
     await api(s, b.user.headers, "POST", `/api/campaigns/${campaign.id}/start`);
     const { payload } = templateStatusPayload({
       businessAccountId: b.businessAccountId,
