@@ -31,6 +31,8 @@ export interface DurableInputs {
   latencyFlood: number;
   /** The bare reply pipeline (bench/bare.ts) on the same database and sandbox. */
   bare?: { url: string; pid: number; reply: string };
+  /** `--bound`: the batched bound (bench/batched.ts), a diagnostic measured like the bare pipeline. */
+  bound?: { url: string; pid: number; reply: string };
   /** The sandbox's process, whose CPU each flood reports (with the service's and PostgreSQL's). */
   sandboxPid?: number;
   /** PostgreSQL's postmaster (set by runDurableBench where /proc can be read). */
@@ -70,6 +72,8 @@ export interface DurableResults {
     peakRssMb: number;
     /** Measured against the bare reply pipeline, not the service. */
     bare?: boolean;
+    /** Measured against the batched bound (bench/batched.ts), not the service. */
+    bound?: boolean;
     /** Answered at once, with as many triggers as the flood at Meta's round trip (its 0.8 x target). */
     sameAsSlow?: boolean;
     /** Where /proc can be read. */
@@ -316,6 +320,12 @@ export async function runDurableBench(inputs: DurableInputs): Promise<DurableRes
     );
     floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0, bare: i.bare }));
   }
+  if (i.bound) {
+    floods.push(
+      await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS, bound: i.bound }),
+    );
+    floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0, bound: i.bound }));
+  }
   const rateHeld = await holdRate(i, 10);
   const second = await i.startSecond();
   floods.push(await flood(i, { instances: 2, size: i.flood, latencyMs: 0, second }));
@@ -417,13 +427,16 @@ async function flood(
     latencyMs: number;
     second?: { url: string; pid: number };
     bare?: NonNullable<DurableInputs["bare"]>;
+    bound?: NonNullable<DurableInputs["bound"]>;
     sameAsSlow?: boolean;
   },
 ): Promise<DurableResults["floods"][number]> {
-  const { instances, second, latencyMs, bare, sameAsSlow } = options;
+  const { instances, second, latencyMs, bare: plain, bound, sameAsSlow } = options;
+  // A yardstick (the bare pipeline or the batched bound) answers in the service's place.
+  const bare = plain ?? bound;
   await clearSandboxLog(i.sandbox);
   await setSandboxLatency(i.sandbox, latencyMs);
-  const keyword = `flood${instances}l${latencyMs}${bare ? "bare" : ""}${sameAsSlow ? "same" : ""}`;
+  const keyword = `flood${instances}l${latencyMs}${plain ? "bare" : bound ? "bound" : ""}${sameAsSlow ? "same" : ""}`;
   const reply = bare ? bare.reply : `Flood ${instances} (${latencyMs} ms) reply`;
   if (!bare) await replyFlow(i, keyword, reply);
   const pids = bare ? [bare.pid] : [i.servicePid, ...(second ? [second.pid] : [])];
@@ -453,7 +466,7 @@ async function flood(
           appSecret: i.appSecret,
           phoneNumberId: i.phoneNumberId,
           waIds: [],
-          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${bare ? 8 : sameAsSlow ? 7 : t}`,
+          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${plain ? 8 : bound ? 9 : sameAsSlow ? 7 : t}`,
           text: keyword,
         },
       }),
@@ -483,7 +496,8 @@ async function flood(
     missing: acked - perCustomer.size,
     duplicates,
     peakRssMb: peak,
-    ...(bare ? { bare: true } : {}),
+    ...(plain ? { bare: true } : {}),
+    ...(bound ? { bound: true } : {}),
     ...(sameAsSlow ? { sameAsSlow: true } : {}),
     ...(postmaster && sends.length > 0
       ? {
@@ -497,7 +511,7 @@ async function flood(
   };
   const cpu = result.cpuPerReply;
   i.log(
-    `${bare ? "bare pipeline: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB${cpu ? `; CPU a reply: ${bare ? "the bare pipeline" : "the service"} ${cpu.replier.toFixed(2)} ms, PostgreSQL ${cpu.postgres.toFixed(2)} ms, the sandbox ${cpu.sandbox.toFixed(2)} ms` : ""}`,
+    `${plain ? "bare pipeline: " : bound ? "batched bound: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB${cpu ? `; CPU a reply: ${plain ? "the bare pipeline" : bound ? "the batched bound" : "the service"} ${cpu.replier.toFixed(2)} ms, PostgreSQL ${cpu.postgres.toFixed(2)} ms, the sandbox ${cpu.sandbox.toFixed(2)} ms` : ""}`,
   );
   return result;
 }

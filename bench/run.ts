@@ -53,6 +53,8 @@ const importFloor = process.argv.includes("--import-floor");
 const profile = process.argv.includes("--profile");
 /** `--pg-stats`: PostgreSQL's statements and waits during the flood at once (bench/durable.ts). */
 const pgStats = process.argv.includes("--pg-stats");
+/** `--bound`: the batched bound (bench/batched.ts) floods beside the bare pipeline: a diagnostic. */
+const bound = process.argv.includes("--bound");
 /** `--accounts=N`, `--contacts=N`: the seeded accounts and their contacts (default: the run's shape). */
 const numberArg = (name: string) =>
   Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1]) || undefined;
@@ -492,8 +494,25 @@ async function main() {
       REPLY: bareReply,
     });
     await waitHttp(`http://127.0.0.1:${barePort}/`, bare);
+    const boundPort = bound ? await freePort() : 0;
+    const boundReply = "Batched bound reply";
+    const batched = bound
+      ? spawnChild("batched", process.execPath, ["--import", "tsx", "bench/batched.ts"], {
+          PORT: String(boundPort),
+          DATABASE_URL: embedded.url,
+          APP_SECRET: appSecret,
+          GRAPH_URL: `http://127.0.0.1:${sandboxPort}/v25.0`,
+          PHONE_NUMBER_ID: phoneNumberIdOf(1),
+          ACCESS_TOKEN: accessToken,
+          REPLY: boundReply,
+        })
+      : undefined;
+    if (batched) await waitHttp(`http://127.0.0.1:${boundPort}/`, batched);
     durable = await runDurableBench({
       bare: { url: `http://127.0.0.1:${barePort}`, pid: bare.pid!, reply: bareReply },
+      ...(batched
+        ? { bound: { url: `http://127.0.0.1:${boundPort}`, pid: batched.pid!, reply: boundReply } }
+        : {}),
       sandboxPid: sandbox.pid!,
       api,
       sandbox: `http://127.0.0.1:${sandboxPort}`,
@@ -711,7 +730,7 @@ function contactImportTargets(r: ContactImportResults | undefined) {
 
 function durableTargets(durable: DurableResults | undefined) {
   if (!durable) return [];
-  const service = durable.floods.filter((f) => !f.bare);
+  const service = durable.floods.filter((f) => !f.bare && !f.bound);
   const local = service.filter((f) => f.upstreamLatencyMs === 0 && !f.sameAsSlow);
   const one = local.find((f) => f.instances === 1);
   const sameAsSlow = service.find((f) => f.sameAsSlow);
@@ -825,6 +844,16 @@ function durableTargets(durable: DurableResults | undefined) {
       `flood at ${slow.upstreamLatencyMs} ms a call: replies/s >= 0.25 x the bare reply pipeline's (${Math.round(slow.repliesPerSecond)} vs ${Math.round(bareSlow.repliesPerSecond)})`,
       slow.repliesPerSecond / Math.max(bareSlow.repliesPerSecond, 1),
       (v) => v >= 0.25,
+      2,
+    ]);
+  }
+  for (const b of durable.floods.filter((f) => f.bound)) {
+    const against = b.upstreamLatencyMs > 0 ? bareSlow : bareNow;
+    const c = b.cpuPerReply;
+    rows.push(exactlyOnce(b, `the batched bound, ${b.upstreamLatencyMs} ms a call`), [
+      `the batched bound (bench/batched.ts, a diagnostic), ${b.deliveries} triggers at ${b.upstreamLatencyMs} ms a call: replies/s vs the bare pipeline's (reported; ${Math.round(b.repliesPerSecond)} vs ${Math.round(against?.repliesPerSecond ?? 0)}${c ? `; CPU ms a reply ${c.replier.toFixed(2)} / ${c.postgres.toFixed(2)} / ${c.sandbox.toFixed(2)}` : ""})`,
+      b.repliesPerSecond / Math.max(against?.repliesPerSecond ?? 0, 1),
+      () => true,
       2,
     ]);
   }
