@@ -9,15 +9,12 @@
  * DATABASE_URL, APP_SECRET, GRAPH_URL (…/v25.0), PHONE_NUMBER_ID, ACCESS_TOKEN,
  * REPLY (the reply's text).
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
-import http from "node:http";
 import pg from "pg";
+import { type DeliveryValue, graphPost, serveWebhook } from "./yardstick.js";
 
 const env = process.env;
 const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 20 });
 pool.on("error", () => undefined);
-const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
-const secret = env.APP_SECRET ?? "";
 const reply = env.REPLY ?? "Bare reply";
 
 await pool.query(`
@@ -31,42 +28,12 @@ await pool.query(`
     created_at timestamptz not null default now()
   )`);
 
-function graphSend(to: string): Promise<string> {
-  const body = JSON.stringify({ messaging_product: "whatsapp", to, type: "text", text: { body: reply } });
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      `${env.GRAPH_URL}/${env.PHONE_NUMBER_ID}/messages`,
-      {
-        method: "POST",
-        agent,
-        headers: {
-          authorization: `Bearer ${env.ACCESS_TOKEN}`,
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-        },
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          try {
-            const json = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-              messages?: Array<{ id: string }>;
-            };
-            const id = json.messages?.[0]?.id;
-            if (id) resolve(id);
-            else reject(new Error("no message id"));
-          } catch (error) {
-            reject(error);
-          }
-        });
-        response.on("error", reject);
-      },
-    );
-    request.setTimeout(10_000, () => request.destroy(new Error("timeout")));
-    request.on("error", reject);
-    request.end(body);
-  });
+async function graphSend(to: string): Promise<string> {
+  const id = await graphPost(
+    JSON.stringify({ messaging_product: "whatsapp", to, type: "text", text: { body: reply } }),
+  );
+  if (!id) throw new Error("no message id");
+  return id;
 }
 
 async function answer(waId: string) {
@@ -86,38 +53,15 @@ async function answer(waId: string) {
   }
 }
 
-const server = http.createServer((request, response) => {
-  if (request.method === "GET") {
-    response.writeHead(200).end("ready");
-    return;
-  }
-  const chunks: Buffer[] = [];
-  request.on("data", (c: Buffer) => chunks.push(c));
-  request.on("end", async () => {
-    const raw = Buffer.concat(chunks);
-    const expected = Buffer.from(`sha256=${createHmac("sha256", secret).update(raw).digest("hex")}`);
-    const given = Buffer.from(String(request.headers["x-hub-signature-256"] ?? ""));
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      response.writeHead(401).end();
-      return;
-    }
-    try {
-      const payload = JSON.parse(raw.toString("utf8"));
-      const message = payload.entry?.[0]?.changes?.[0]?.value?.messages?.[0];
-      const stored = await pool.query(
-        `insert into bench_bare_messages (upstream_id, wa_id, direction, text, status)
-         values ($1, $2, 'inbound', $3, 'received') on conflict (upstream_id) do nothing returning id`,
-        [message.id, message.from, message.text?.body ?? null],
-      );
-      response.writeHead(200).end();
-      if (stored.rowCount === 1) void answer(message.from);
-    } catch {
-      if (!response.headersSent) response.writeHead(500).end();
-    }
-  });
-});
-server.listen(Number(env.PORT), "127.0.0.1", () => console.log("bare pipeline ready"));
-process.on("SIGTERM", () => {
-  server.close();
-  void pool.end().finally(() => process.exit(0));
-});
+/** The inbound row, once per upstream id; a new one is answered after the 200. */
+async function store(value: DeliveryValue): Promise<(() => void) | undefined> {
+  const message = value.messages[0]!;
+  const stored = await pool.query(
+    `insert into bench_bare_messages (upstream_id, wa_id, direction, text, status)
+     values ($1, $2, 'inbound', $3, 'received') on conflict (upstream_id) do nothing returning id`,
+    [message.id, message.from, message.text?.body ?? null],
+  );
+  return stored.rowCount === 1 ? () => void answer(message.from) : undefined;
+}
+
+serveWebhook("bare pipeline", store, () => pool.end());

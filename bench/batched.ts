@@ -5,32 +5,41 @@
  *
  * Like the bare pipeline it is a plain script: node:http, pg, no framework, no
  * ORM, no flow to evaluate. Unlike it, it writes for each trigger the rows the
- * service must keep: the delivery's job (the 200 waits for it, as the
- * service's does), the contact and its conversation, the inbound message, the
- * run, the reply and its settle job, and the account events; and it makes both
- * of the service's Graph API calls, the read receipt and the reply. The claim
- * and every write of up to BATCH customers are one transaction; the records of
- * Meta's answers are batched likewise.
+ * service writes (counted from `--pg-stats`): the delivery's job (the 200 waits
+ * for it, as the service's does), the contact and its conversation (updated
+ * again for the reply), the inbound message, the run and its five events, the
+ * reply with its receipt and its settle job, the flow's sharded run count, and
+ * seven account events, each carrying its row's JSON built by PostgreSQL; it
+ * takes the number's send slots on one row, as the rate limiter does; and it
+ * makes both of the service's Graph API calls, the read receipt and the reply.
+ * The claim and every write of up to BATCH customers are one transaction; the
+ * records of Meta's answers are batched likewise.
  *
- * It leaves out what only makes the service slower (the rate limiter's slot,
- * the flow's nodes, retries and recovery), so it is a bound, not a product.
+ * It leaves out what only makes the service slower (looking up the account,
+ * the flow and consent, the account events' webhook look-ups, retries and
+ * recovery), so it is a bound, not a product.
  *
  * Run as a child process: `node --import tsx bench/batched.ts` with PORT,
  * DATABASE_URL, APP_SECRET, GRAPH_URL (…/v25.0), PHONE_NUMBER_ID, ACCESS_TOKEN,
- * REPLY, and optionally BOUND_BATCH (customers a transaction, 64) and BOUND_LOOPS
- * (transactions at once, 4).
+ * REPLY, and optionally BOUND_BATCH (customers a transaction, 64), BOUND_LOOPS
+ * (transactions at once, 4) and BOUND_QUEUE=graphile (below).
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
-import http from "node:http";
+import { Logger, run } from "graphile-worker";
 import pg from "pg";
+import { type DeliveryValue, graphPost, serveWebhook } from "./yardstick.js";
 
 const env = process.env;
 const BATCH = Number(env.BOUND_BATCH) || 64;
 const LOOPS = Number(env.BOUND_LOOPS) || 4;
-const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 20 });
+/**
+ * `BOUND_QUEUE=graphile`: each delivery is a graphile-worker job on a queue named for its customer
+ * (as the service's are), run by LOOPS workers, one customer a transaction: the same rows, with the
+ * service's job machinery. BOUND_BATCH is then 1.
+ */
+const GRAPHILE = env.BOUND_QUEUE === "graphile";
+// The graphile mode's workers hold connections of their own, beside the 20 the requests share.
+const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: GRAPHILE ? 20 + LOOPS : 20 });
 pool.on("error", () => undefined);
-const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
-const secret = env.APP_SECRET ?? "";
 const reply = env.REPLY ?? "Batched reply";
 
 await pool.query(`
@@ -76,6 +85,28 @@ await pool.query(`
     message_id bigint not null references bench_bound_messages,
     run_at timestamptz not null default now()
   );
+  create table if not exists bench_bound_run_events (
+    id bigserial primary key,
+    run_id bigint not null references bench_bound_runs,
+    kind text not null,
+    node text not null,
+    created_at timestamptz not null default now()
+  );
+  create index if not exists bench_bound_run_events_run on bench_bound_run_events (run_id, id);
+  create table if not exists bench_bound_receipts (
+    message_id bigint primary key references bench_bound_messages,
+    run_id bigint not null references bench_bound_runs,
+    status text not null
+  );
+  create table if not exists bench_bound_counts (
+    shard int primary key,
+    count bigint not null
+  );
+  insert into bench_bound_counts select g, 0 from generate_series(0, 15) g on conflict do nothing;
+  create table if not exists bench_bound_rates (
+    phone text primary key,
+    next_at timestamptz not null
+  );
   create table if not exists bench_bound_events (
     id bigserial primary key,
     kind text not null,
@@ -89,41 +120,6 @@ interface Inbound {
   name: string | null;
   upstreamId: string;
   text: string | null;
-}
-
-function graphPost(body: string): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      `${env.GRAPH_URL}/${env.PHONE_NUMBER_ID}/messages`,
-      {
-        method: "POST",
-        agent,
-        headers: {
-          authorization: `Bearer ${env.ACCESS_TOKEN}`,
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-        },
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on("data", (c: Buffer) => chunks.push(c));
-        response.on("end", () => {
-          try {
-            const json = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
-              messages?: Array<{ id: string }>;
-            };
-            resolve(json.messages?.[0]?.id);
-          } catch (error) {
-            reject(error);
-          }
-        });
-        response.on("error", reject);
-      },
-    );
-    request.setTimeout(10_000, () => request.destroy(new Error("timeout")));
-    request.on("error", reject);
-    request.end(body);
-  });
 }
 
 /** Runs `work` in one transaction on one pooled connection. */
@@ -142,27 +138,22 @@ async function transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Prom
   }
 }
 
-/** The events a batch records: `kinds` for each subject, one multi-row insert. */
-async function events(client: pg.PoolClient, kinds: string[], subjects: string[]) {
-  const k: string[] = [];
-  const s: string[] = [];
-  const p: string[] = [];
-  for (const subject of subjects) {
-    for (const kind of kinds) {
-      k.push(kind);
-      s.push(subject);
-      p.push(JSON.stringify({ kind, id: subject }));
-    }
-  }
+/**
+ * One account event of `kind` for each row of `table` in `ids`, its payload the row's JSON built
+ * by PostgreSQL (as the service's triggers build theirs from the row): one insert for all of them.
+ */
+async function events(client: pg.PoolClient, kind: string, table: string, ids: string[]) {
   await client.query(
     `insert into bench_bound_events (kind, subject, payload)
-     select * from unnest($1::text[], $2::bigint[], $3::jsonb[])`,
-    [k, s, p],
+     select $1, t.id, to_jsonb(t) from ${table} t where t.id = any($2::bigint[])`,
+    [kind, ids],
   );
 }
 
+type Reply = { messageId: string; to: string; readId: string };
+
 /** Claims up to BATCH deliveries and writes everything their replies need; gives the replies to send. */
-async function advance(): Promise<Array<{ messageId: string; to: string; readId: string }>> {
+async function advance(): Promise<Reply[]> {
   return transaction(async (client) => {
     const claimed = await client.query<{ payload: Inbound }>(
       `delete from bench_bound_jobs where id in (
@@ -187,71 +178,100 @@ async function advance(): Promise<Array<{ messageId: string; to: string; readId:
         later.map((l) => JSON.stringify(l)),
       ]);
     }
-    if (batch.length === 0) return [];
-    const contacts = await client.query<{ id: string; wa_id: string }>(
-      `insert into bench_bound_contacts (wa_id, name, last_inbound_at)
+    return write(client, batch);
+  });
+}
+
+/** Everything the replies to `batch` (one message a customer) need, in the caller's transaction. */
+async function write(client: pg.PoolClient, batch: Inbound[]): Promise<Reply[]> {
+  if (batch.length === 0) return [];
+  const contacts = await client.query<{ id: string; wa_id: string }>(
+    `insert into bench_bound_contacts (wa_id, name, last_inbound_at)
        select w, n, now() from unnest($1::text[], $2::text[]) as t(w, n)
        on conflict (wa_id) do update set last_inbound_at = now(), name = coalesce(excluded.name, bench_bound_contacts.name)
        returning id, wa_id`,
-      [batch.map((b) => b.waId), batch.map((b) => b.name)],
-    );
-    const contactOf = new Map(contacts.rows.map((r) => [r.wa_id, r.id]));
-    const contactIds = batch.map((b) => contactOf.get(b.waId)!);
-    const conversations = await client.query<{ id: string; contact_id: string }>(
-      `insert into bench_bound_conversations (contact_id, status, last_message_at)
+    [batch.map((b) => b.waId), batch.map((b) => b.name)],
+  );
+  const contactOf = new Map(contacts.rows.map((r) => [r.wa_id, r.id]));
+  const contactIds = batch.map((b) => contactOf.get(b.waId)!);
+  const conversations = await client.query<{ id: string; contact_id: string }>(
+    `insert into bench_bound_conversations (contact_id, status, last_message_at)
        select c, 'open', now() from unnest($1::bigint[]) as t(c)
        on conflict (contact_id) do update set last_message_at = now(), status = 'open'
        returning id, contact_id`,
-      [contactIds],
-    );
-    const conversationOf = new Map(conversations.rows.map((r) => [r.contact_id, r.id]));
-    const conversationIds = contactIds.map((c) => conversationOf.get(c)!);
-    const inbound = await client.query<{ id: string; contact_id: string; upstream_id: string }>(
-      `insert into bench_bound_messages (upstream_id, contact_id, conversation_id, direction, text, status)
+    [contactIds],
+  );
+  const conversationOf = new Map(conversations.rows.map((r) => [r.contact_id, r.id]));
+  const conversationIds = contactIds.map((c) => conversationOf.get(c)!);
+  const inbound = await client.query<{ id: string; contact_id: string; upstream_id: string }>(
+    `insert into bench_bound_messages (upstream_id, contact_id, conversation_id, direction, text, status)
        select u, c, v, 'inbound', t, 'received' from unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[]) as x(u, c, v, t)
        on conflict (upstream_id) do nothing
        returning id, contact_id, upstream_id`,
-      [batch.map((b) => b.upstreamId), contactIds, conversationIds, batch.map((b) => b.text)],
-    );
-    // A redelivery stored nothing new: it gets no reply.
-    const fresh = new Set(inbound.rows.map((r) => r.contact_id));
-    const replyTo = contactIds.filter((c) => fresh.has(c));
-    if (replyTo.length === 0) return [];
-    const runs = await client.query<{ id: string }>(
-      `insert into bench_bound_runs (contact_id, status, node)
+    [batch.map((b) => b.upstreamId), contactIds, conversationIds, batch.map((b) => b.text)],
+  );
+  // A redelivery stored nothing new: it gets no reply.
+  const fresh = new Set(inbound.rows.map((r) => r.contact_id));
+  const replyTo = contactIds.filter((c) => fresh.has(c));
+  if (replyTo.length === 0) return [];
+  const runs = await client.query<{ id: string }>(
+    `insert into bench_bound_runs (contact_id, status, node)
        select c, 'completed', 'reply' from unnest($1::bigint[]) as t(c) returning id`,
-      [replyTo],
-    );
-    const outbound = await client.query<{ id: string; contact_id: string }>(
-      `insert into bench_bound_messages (contact_id, conversation_id, direction, text, status)
+    [replyTo],
+  );
+  const outbound = await client.query<{ id: string; contact_id: string }>(
+    `insert into bench_bound_messages (contact_id, conversation_id, direction, text, status)
        select c, v, 'outbound', $3, 'pending' from unnest($1::bigint[], $2::bigint[]) as x(c, v)
        returning id, contact_id`,
-      [replyTo, replyTo.map((c) => conversationOf.get(c)!), reply],
-    );
-    await client.query("insert into bench_bound_sends (message_id) select * from unnest($1::bigint[])", [
-      outbound.rows.map((r) => r.id),
-    ]);
-    await events(
-      client,
-      ["contact.updated", "conversation.updated", "message.received"],
-      inbound.rows.map((r) => r.id),
-    );
-    await events(
-      client,
-      ["run.started", "run.node", "run.completed"],
-      runs.rows.map((r) => r.id),
-    );
-    await events(
-      client,
-      ["message.created"],
-      outbound.rows.map((r) => r.id),
-    );
-    await client.query("select pg_notify('bench_bound', $1)", [String(outbound.rows.length)]);
-    const waIdOf = new Map(batch.map((b) => [contactOf.get(b.waId)!, b]));
-    return outbound.rows.map((r) => {
-      const inboundOf = waIdOf.get(r.contact_id)!;
-      return { messageId: r.id, to: inboundOf.waId, readId: inboundOf.upstreamId };
-    });
+    [replyTo, replyTo.map((c) => conversationOf.get(c)!), reply],
+  );
+  await client.query("insert into bench_bound_sends (message_id) select * from unnest($1::bigint[])", [
+    outbound.rows.map((r) => r.id),
+  ]);
+  const runIds = runs.rows.map((r) => r.id);
+  // The run's events as the service's walk writes them: five a trigger that is answered at once.
+  await client.query(
+    `insert into bench_bound_run_events (run_id, kind, node)
+     select r, k, 'reply' from unnest($1::bigint[]) as r
+       cross join unnest(array['started', 'entered', 'sent', 'left', 'completed']) as k`,
+    [runIds],
+  );
+  await client.query(
+    `insert into bench_bound_receipts (message_id, run_id, status)
+     select m, r, 'pending' from unnest($1::bigint[], $2::bigint[]) as x(m, r)`,
+    [outbound.rows.map((r) => r.id), runIds],
+  );
+  await client.query("update bench_bound_counts set count = count + $2 where shard = $1", [
+    Math.floor(Math.random() * 16),
+    runIds.length,
+  ]);
+  await client.query(
+    `update bench_bound_conversations set last_message_at = now() where id = any($1::bigint[])`,
+    [replyTo.map((c) => conversationOf.get(c)!)],
+  );
+  // The service's seven account events a reply (the record adds the last), each a row's snapshot.
+  const conversationIdsReplied = replyTo.map((c) => conversationOf.get(c)!);
+  await events(client, "conversation.updated", "bench_bound_conversations", conversationIdsReplied);
+  await events(client, "conversation.updated", "bench_bound_conversations", conversationIdsReplied);
+  await events(
+    client,
+    "message.received",
+    "bench_bound_messages",
+    inbound.rows.map((r) => r.id),
+  );
+  await events(
+    client,
+    "message.sent",
+    "bench_bound_messages",
+    outbound.rows.map((r) => r.id),
+  );
+  await events(client, "flow_run.updated", "bench_bound_runs", runIds);
+  await events(client, "flow_run.updated", "bench_bound_runs", runIds);
+  await client.query("select pg_notify('bench_bound', $1)", [String(outbound.rows.length)]);
+  const waIdOf = new Map(batch.map((b) => [contactOf.get(b.waId)!, b]));
+  return outbound.rows.map((r) => {
+    const inboundOf = waIdOf.get(r.contact_id)!;
+    return { messageId: r.id, to: inboundOf.waId, readId: inboundOf.upstreamId };
   });
 }
 
@@ -272,19 +292,37 @@ async function record(): Promise<void> {
       await client.query("delete from bench_bound_sends where message_id = any($1::bigint[])", [
         done.map((d) => d.messageId),
       ]);
+      await client.query(
+        "update bench_bound_receipts set status = 'sent' where message_id = any($1::bigint[])",
+        [done.map((d) => d.messageId)],
+      );
       await events(
         client,
-        ["message.sent"],
+        "message.status",
+        "bench_bound_messages",
         done.map((d) => d.messageId),
       );
     });
+  } catch (error) {
+    // A bound, not a product: these answers stay unrecorded (the flood counts what the sandbox got).
+    console.error(error);
   } finally {
     recording = false;
     void record();
   }
 }
 
-function send(r: { messageId: string; to: string; readId: string }) {
+/** The number's send slots for `n` replies, one statement on one row, as the service's rate limiter takes them. */
+async function reserve(n: number) {
+  if (n === 0) return;
+  await pool.query(
+    `insert into bench_bound_rates (phone, next_at) values ('bench', now())
+     on conflict (phone) do update set next_at = greatest(bench_bound_rates.next_at, now()) + $1 * interval '1 ms'`,
+    [n],
+  );
+}
+
+function send(r: Reply) {
   void graphPost(
     JSON.stringify({
       messaging_product: "whatsapp",
@@ -313,6 +351,7 @@ function pump() {
       try {
         for (;;) {
           const replies = await advance();
+          await reserve(replies.length);
           for (const r of replies) send(r);
           if (replies.length === 0 && !wanted) break;
           wanted = false;
@@ -326,40 +365,44 @@ function pump() {
   }
 }
 
-const server = http.createServer((request, response) => {
-  if (request.method === "GET") {
-    response.writeHead(200).end("ready");
-    return;
+const workers = GRAPHILE
+  ? await run({
+      pgPool: pool,
+      concurrency: LOOPS,
+      noHandleSignals: true,
+      pollInterval: 1000,
+      logger: new Logger(() => () => undefined),
+      taskList: {
+        "bound-deliver": async (payload) => {
+          const replies = await transaction((client) => write(client, [payload as Inbound]));
+          await reserve(replies.length);
+          for (const r of replies) send(r);
+        },
+      },
+    })
+  : undefined;
+
+/** The delivery's job, committed before the 200; the loops (or graphile-worker's workers) take it. */
+async function store(value: DeliveryValue): Promise<(() => void) | undefined> {
+  const message = value.messages[0]!;
+  const inbound: Inbound = {
+    waId: message.from,
+    name: value.contacts?.[0]?.profile?.name ?? null,
+    upstreamId: message.id,
+    text: message.text?.body ?? null,
+  };
+  if (GRAPHILE) {
+    await pool.query("select graphile_worker.add_job('bound-deliver', $1::json, queue_name := $2)", [
+      JSON.stringify(inbound),
+      `bound:${inbound.waId}`,
+    ]);
+    return undefined;
   }
-  const chunks: Buffer[] = [];
-  request.on("data", (c: Buffer) => chunks.push(c));
-  request.on("end", async () => {
-    const raw = Buffer.concat(chunks);
-    const expected = Buffer.from(`sha256=${createHmac("sha256", secret).update(raw).digest("hex")}`);
-    const given = Buffer.from(String(request.headers["x-hub-signature-256"] ?? ""));
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      response.writeHead(401).end();
-      return;
-    }
-    try {
-      const value = JSON.parse(raw.toString("utf8")).entry?.[0]?.changes?.[0]?.value;
-      const message = value?.messages?.[0];
-      const inbound: Inbound = {
-        waId: message.from,
-        name: value.contacts?.[0]?.profile?.name ?? null,
-        upstreamId: message.id,
-        text: message.text?.body ?? null,
-      };
-      await pool.query("insert into bench_bound_jobs (payload) values ($1)", [JSON.stringify(inbound)]);
-      response.writeHead(200).end();
-      pump();
-    } catch {
-      if (!response.headersSent) response.writeHead(500).end();
-    }
-  });
-});
-server.listen(Number(env.PORT), "127.0.0.1", () => console.log("batched bound ready"));
-process.on("SIGTERM", () => {
-  server.close();
-  void pool.end().finally(() => process.exit(0));
+  await pool.query("insert into bench_bound_jobs (payload) values ($1)", [JSON.stringify(inbound)]);
+  return pump;
+}
+
+serveWebhook("batched bound", store, async () => {
+  await workers?.stop();
+  await pool.end();
 });
