@@ -161,7 +161,8 @@ async function advance(): Promise<Reply[]> {
        ) returning payload`,
       [BATCH],
     );
-    // One message a customer a batch: the later ones of a customer wait for the next batch, in order.
+    // One message a customer a batch: the later ones are re-added at the queue's end (enough for a
+    // flood of one message a customer; a product must keep them where they are, in order).
     const seen = new Set<string>();
     const batch: Inbound[] = [];
     const later: Inbound[] = [];
