@@ -215,6 +215,7 @@ async function write(client: pg.PoolClient, batch: Inbound[]): Promise<Reply[]> 
   const fresh = new Set(inbound.rows.map((r) => r.contact_id));
   const replyTo = contactIds.filter((c) => fresh.has(c));
   if (replyTo.length === 0) return [];
+  const repliedConversations = replyTo.map((c) => conversationOf.get(c)!);
   const runs = await client.query<{ id: string }>(
     `insert into bench_bound_runs (contact_id, status, node)
        select c, 'completed', 'reply' from unnest($1::bigint[]) as t(c) returning id`,
@@ -224,7 +225,7 @@ async function write(client: pg.PoolClient, batch: Inbound[]): Promise<Reply[]> 
     `insert into bench_bound_messages (contact_id, conversation_id, direction, text, status)
        select c, v, 'outbound', $3, 'pending' from unnest($1::bigint[], $2::bigint[]) as x(c, v)
        returning id, contact_id`,
-    [replyTo, replyTo.map((c) => conversationOf.get(c)!), reply],
+    [replyTo, repliedConversations, reply],
   );
   await client.query("insert into bench_bound_sends (message_id) select * from unnest($1::bigint[])", [
     outbound.rows.map((r) => r.id),
@@ -248,12 +249,11 @@ async function write(client: pg.PoolClient, batch: Inbound[]): Promise<Reply[]> 
   ]);
   await client.query(
     `update bench_bound_conversations set last_message_at = now() where id = any($1::bigint[])`,
-    [replyTo.map((c) => conversationOf.get(c)!)],
+    [repliedConversations],
   );
   // The service's seven account events a reply (the record adds the last), each a row's snapshot.
-  const conversationIdsReplied = replyTo.map((c) => conversationOf.get(c)!);
-  await events(client, "conversation.updated", "bench_bound_conversations", conversationIdsReplied);
-  await events(client, "conversation.updated", "bench_bound_conversations", conversationIdsReplied);
+  await events(client, "conversation.updated", "bench_bound_conversations", repliedConversations);
+  await events(client, "conversation.updated", "bench_bound_conversations", repliedConversations);
   await events(
     client,
     "message.received",

@@ -30,14 +30,28 @@ export interface DurableInputs {
   /** Triggers in the flood against Meta's round trip imitated (its replies come slower). */
   latencyFlood: number;
   /** The bare reply pipeline (bench/bare.ts) on the same database and sandbox. */
-  bare?: { url: string; pid: number; reply: string };
+  bare?: Yardstick;
   /** `--bound`: the batched bound (bench/batched.ts), a diagnostic measured like the bare pipeline. */
-  bound?: { url: string; pid: number; reply: string };
+  bound?: Yardstick;
   /** The sandbox's process, whose CPU each flood reports (with the service's and PostgreSQL's). */
   sandboxPid?: number;
   /** PostgreSQL's postmaster (set by runDurableBench where /proc can be read). */
   postmasterPid?: number;
 }
+
+/** A plain script that answers the floods in the service's place, to measure the service against. */
+export interface Yardstick {
+  kind: "bare" | "bound";
+  url: string;
+  pid: number;
+  reply: string;
+}
+
+/** How a yardstick's floods are told apart: its log's words and its customers' number digit. */
+const YARDSTICKS = {
+  bare: { prefix: "bare pipeline: ", replier: "the bare pipeline", digit: 8 },
+  bound: { prefix: "batched bound: ", replier: "the batched bound", digit: 9 },
+} as const;
 
 /** CPU time a flood cost, per reply, in ms: the replying processes', PostgreSQL's (all its processes), the sandbox's. */
 export interface CpuPerReply {
@@ -313,18 +327,14 @@ export async function runDurableBench(inputs: DurableInputs): Promise<DurableRes
   const watching = i.pgStats ? await watchDatabase(i.databaseUrl, i.log) : undefined;
   floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0 }));
   await watching?.();
-  if (i.bare) {
-    // The bare pipeline, same sizes, same sandbox, same database: the yardstick of issue 24.
+  // The yardsticks, same sizes, same sandbox, same database: the bare pipeline (issue 24's), and
+  // with --bound the batched bound.
+  for (const yardstick of [i.bare, i.bound]) {
+    if (!yardstick) continue;
     floods.push(
-      await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS, bare: i.bare }),
+      await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS, yardstick }),
     );
-    floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0, bare: i.bare }));
-  }
-  if (i.bound) {
-    floods.push(
-      await flood(i, { instances: 1, size: i.latencyFlood, latencyMs: UPSTREAM_LATENCY_MS, bound: i.bound }),
-    );
-    floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0, bound: i.bound }));
+    floods.push(await flood(i, { instances: 1, size: i.flood, latencyMs: 0, yardstick }));
   }
   const rateHeld = await holdRate(i, 10);
   const second = await i.startSecond();
@@ -426,20 +436,19 @@ async function flood(
     size: number;
     latencyMs: number;
     second?: { url: string; pid: number };
-    bare?: NonNullable<DurableInputs["bare"]>;
-    bound?: NonNullable<DurableInputs["bound"]>;
+    /** Answers in the service's place. */
+    yardstick?: Yardstick;
     sameAsSlow?: boolean;
   },
 ): Promise<DurableResults["floods"][number]> {
-  const { instances, second, latencyMs, bare: plain, bound, sameAsSlow } = options;
-  // A yardstick (the bare pipeline or the batched bound) answers in the service's place.
-  const bare = plain ?? bound;
+  const { instances, second, latencyMs, yardstick: stick, sameAsSlow } = options;
+  const told = stick && YARDSTICKS[stick.kind];
   await clearSandboxLog(i.sandbox);
   await setSandboxLatency(i.sandbox, latencyMs);
-  const keyword = `flood${instances}l${latencyMs}${plain ? "bare" : bound ? "bound" : ""}${sameAsSlow ? "same" : ""}`;
-  const reply = bare ? bare.reply : `Flood ${instances} (${latencyMs} ms) reply`;
-  if (!bare) await replyFlow(i, keyword, reply);
-  const pids = bare ? [bare.pid] : [i.servicePid, ...(second ? [second.pid] : [])];
+  const keyword = `flood${instances}l${latencyMs}${stick?.kind ?? ""}${sameAsSlow ? "same" : ""}`;
+  const reply = stick ? stick.reply : `Flood ${instances} (${latencyMs} ms) reply`;
+  if (!stick) await replyFlow(i, keyword, reply);
+  const pids = stick ? [stick.pid] : [i.servicePid, ...(second ? [second.pid] : [])];
   const postmaster = i.postmasterPid;
   const cpuNow = (): CpuPerReply => ({
     replier: pids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
@@ -452,7 +461,7 @@ async function flood(
     for (const pid of pids) peak = Math.max(peak, i.rssOf(pid));
   }, 100);
   const started = Date.now();
-  const targets = bare ? [bare.url] : [i.api, ...(second ? [second.url] : [])];
+  const targets = stick ? [stick.url] : [i.api, ...(second ? [second.url] : [])];
   const per = Math.ceil(options.size / targets.length);
   const acks = await Promise.all(
     targets.map((url, t) =>
@@ -466,7 +475,7 @@ async function flood(
           appSecret: i.appSecret,
           phoneNumberId: i.phoneNumberId,
           waIds: [],
-          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${plain ? 8 : bound ? 9 : sameAsSlow ? 7 : t}`,
+          newCustomers: `6${instances}${latencyMs > 0 ? 1 : 0}${told ? told.digit : sameAsSlow ? 7 : t}`,
           text: keyword,
         },
       }),
@@ -474,7 +483,7 @@ async function flood(
   );
   const ackSeconds = (Date.now() - started) / 1000;
   const acked = acks.reduce((sum, r) => sum + r.requests - r.non2xx - r.errors, 0);
-  if (!bare) await drainJobs(i.databaseUrl);
+  if (!stick) await drainJobs(i.databaseUrl);
   // The jobs are done before the last sends are: those are in flight, off the job queue.
   const sends = await waitForReplies(i.sandbox, reply, acked);
   const cpuAfter = cpuNow();
@@ -496,8 +505,7 @@ async function flood(
     missing: acked - perCustomer.size,
     duplicates,
     peakRssMb: peak,
-    ...(plain ? { bare: true } : {}),
-    ...(bound ? { bound: true } : {}),
+    ...(stick ? { [stick.kind]: true } : {}),
     ...(sameAsSlow ? { sameAsSlow: true } : {}),
     ...(postmaster && sends.length > 0
       ? {
@@ -511,7 +519,7 @@ async function flood(
   };
   const cpu = result.cpuPerReply;
   i.log(
-    `${plain ? "bare pipeline: " : bound ? "batched bound: " : ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB${cpu ? `; CPU a reply: ${plain ? "the bare pipeline" : bound ? "the batched bound" : "the service"} ${cpu.replier.toFixed(2)} ms, PostgreSQL ${cpu.postgres.toFixed(2)} ms, the sandbox ${cpu.sandbox.toFixed(2)} ms` : ""}`,
+    `${told?.prefix ?? ""}flood of ${acked} triggers, ${instances} instance(s), upstream latency ${latencyMs} ms: ${Math.round(result.ackPerSecond)} acks/s, ${Math.round(result.repliesPerSecond)} replies/s (${result.ratio.toFixed(2)}), exactly once: ${result.exactlyOnce} (${result.missing} missing, ${duplicates} duplicated), peak RSS ${peak.toFixed(0)} MB${cpu ? `; CPU a reply: ${told?.replier ?? "the service"} ${cpu.replier.toFixed(2)} ms, PostgreSQL ${cpu.postgres.toFixed(2)} ms, the sandbox ${cpu.sandbox.toFixed(2)} ms` : ""}`,
   );
   return result;
 }

@@ -22,7 +22,7 @@ import { runMigrations } from "../src/db/migrate.js";
 import { createTokenCipher } from "../src/messaging/crypto.js";
 import { type CampaignSendResults, campaignSendTargets, runCampaignSendBench } from "./campaign-send.js";
 import { type ContactImportResults, runContactImportBench } from "./contact-import.js";
-import { type DurableResults, drainJobs, runDurableBench } from "./durable.js";
+import { type DurableResults, drainJobs, runDurableBench, type Yardstick } from "./durable.js";
 import type { LoadResult, Scenario } from "./load.js";
 import { type SearchPlan, searchPlans } from "./search-plan.js";
 import {
@@ -481,38 +481,25 @@ async function main() {
   let durable: DurableResults | undefined;
   let secondInstance: ReturnType<typeof spawnChild> | undefined;
   if (!only || only.includes("durable")) {
-    // The bare reply pipeline (bench/bare.ts): the floods' yardstick, on the same database and sandbox.
-    const barePort = await freePort();
-    const bareReply = "Bare pipeline reply";
-    const bare = spawnChild("bare", process.execPath, ["--import", "tsx", "bench/bare.ts"], {
-      PORT: String(barePort),
-      DATABASE_URL: embedded.url,
-      APP_SECRET: appSecret,
-      GRAPH_URL: `http://127.0.0.1:${sandboxPort}/v25.0`,
-      PHONE_NUMBER_ID: phoneNumberIdOf(1),
-      ACCESS_TOKEN: accessToken,
-      REPLY: bareReply,
-    });
-    await waitHttp(`http://127.0.0.1:${barePort}/`, bare);
-    const boundPort = bound ? await freePort() : 0;
-    const boundReply = "Batched bound reply";
-    const batched = bound
-      ? spawnChild("batched", process.execPath, ["--import", "tsx", "bench/batched.ts"], {
-          PORT: String(boundPort),
-          DATABASE_URL: embedded.url,
-          APP_SECRET: appSecret,
-          GRAPH_URL: `http://127.0.0.1:${sandboxPort}/v25.0`,
-          PHONE_NUMBER_ID: phoneNumberIdOf(1),
-          ACCESS_TOKEN: accessToken,
-          REPLY: boundReply,
-        })
-      : undefined;
-    if (batched) await waitHttp(`http://127.0.0.1:${boundPort}/`, batched);
+    // The floods' yardsticks (bench/yardstick.ts), on the same database and sandbox: the bare reply
+    // pipeline (bench/bare.ts), and with --bound the batched bound (bench/batched.ts).
+    const yardstick = async (kind: Yardstick["kind"], script: string, reply: string): Promise<Yardstick> => {
+      const port = await freePort();
+      const child = spawnChild(kind, process.execPath, ["--import", "tsx", script], {
+        PORT: String(port),
+        DATABASE_URL: embedded.url,
+        APP_SECRET: appSecret,
+        GRAPH_URL: `http://127.0.0.1:${sandboxPort}/v25.0`,
+        PHONE_NUMBER_ID: phoneNumberIdOf(1),
+        ACCESS_TOKEN: accessToken,
+        REPLY: reply,
+      });
+      await waitHttp(`http://127.0.0.1:${port}/`, child);
+      return { kind, url: `http://127.0.0.1:${port}`, pid: child.pid!, reply };
+    };
     durable = await runDurableBench({
-      bare: { url: `http://127.0.0.1:${barePort}`, pid: bare.pid!, reply: bareReply },
-      ...(batched
-        ? { bound: { url: `http://127.0.0.1:${boundPort}`, pid: batched.pid!, reply: boundReply } }
-        : {}),
+      bare: await yardstick("bare", "bench/bare.ts", "Bare pipeline reply"),
+      ...(bound ? { bound: await yardstick("bound", "bench/batched.ts", "Batched bound reply") } : {}),
       sandboxPid: sandbox.pid!,
       api,
       sandbox: `http://127.0.0.1:${sandboxPort}`,
