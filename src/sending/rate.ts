@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import type pg from "pg";
+import { commitUnflushedText } from "../db/commit.js";
 
 /**
  * Each phone number's send schedule, shared by every instance: a send takes a
@@ -48,17 +49,15 @@ export interface SendRate {
 
 /**
  * Reserves slots in a transaction that commits without waiting for its WAL to
- * reach the disk (`synchronous_commit = off` for it alone; see db/commit.ts).
- * The number's `send_rates` row stays locked until the commit, so with a flush
- * each reservation of a busy number waited for the previous one's. What a
- * crash of the database can lose is its last fraction of a second of
- * reservations, as a Redis store loses what it had not persisted: sends already
- * made on those slots are not counted once it is back (it takes longer to come
- * back than the slots' one-second window, in which case nothing overlaps), and
- * Meta's throughput error with the rate's slow-down (AIMD) covers the rest.
+ * reach the disk (see db/commit.ts): the number's `send_rates` row stays locked
+ * until the commit, and with a flush each reservation of a busy number waited
+ * for the previous one's. A crash of the database can lose its last fraction of
+ * a second of reservations, as a Redis store loses what it had not saved: sends
+ * made on those slots are then not counted once it is back. A restart that
+ * outlasts the slots' one-second window overlaps nothing; after a quicker one,
+ * Meta's throughput error and the rate's slow-down (AIMD) cover the rest.
  */
-const RESERVE_UNFLUSHED = `select first_at_ms, interval_ms, current_rate,
-         set_config('synchronous_commit', 'off', true) is not null as unflushed
+const RESERVE_UNFLUSHED = `select first_at_ms, interval_ms, current_rate, ${commitUnflushedText} as unflushed
     from reserve_send_slots($1, $2, $3, $4, $5)`;
 
 const increase = (limit: number) => Math.max(1, limit * RATE_INCREASE_SHARE);
@@ -68,8 +67,6 @@ export function postgresSendRate(pool: pg.Pool): SendRate {
     store: "postgres",
     async reserve(phoneNumberId, limit, count) {
       const { rows } = await pool.query<{ first_at_ms: number; interval_ms: number; current_rate: number }>(
-        // Committed without waiting for the disk (see RESERVE_UNFLUSHED): the number's row is locked
-        // until the commit, so every reservation of the number would also wait for the one before's flush.
         RESERVE_UNFLUSHED,
         [phoneNumberId, limit, count, SLOT_MARGIN_MS, increase(limit)],
       );
