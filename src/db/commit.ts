@@ -12,10 +12,8 @@ import { sql } from "drizzle-orm";
  *   Meta) flushes this one with it; a crash of the database before that loses
  *   both, and the job runs again. What is lost is never a message: only the
  *   wait for a flush that a later commit makes anyway.
- * - Reserving a number's send slots (sending/rate.ts): the number's row is
- *   locked until the commit, so with a flush every reservation of a busy
- *   number would wait for the one before's. A crash of the database can lose
- *   its last fraction of a second of reservations, as the Redis store can.
+ * - Reserving a number's send slots: sending/rate.ts (RESERVE_UNFLUSHED) says
+ *   why, and what a crash of the database can lose.
  */
 export const commitUnflushedText = "set_config('synchronous_commit', 'off', true) is not null";
 
