@@ -8,11 +8,11 @@ import type { EventJson } from "./types.js";
  *
  * Events are ordered by (tx_id, seq): the writing transaction's id, then the
  * row's sequence number. A reader only takes events whose transaction is
- * older than the oldest transaction still running (the snapshot's xmin), and
- * every event written later belongs to a transaction at or above that xmin,
- * so it sorts after everything already read: a cursor never skips an event
- * that commits late, which a plain serial id would (ids are handed out when
- * written, not when committed).
+ * older than the oldest transaction still running in this database (see
+ * readyBound), and every event written later belongs to a transaction at or
+ * above that one, so it sorts after everything already read: a cursor never
+ * skips an event that commits late, which a plain serial id would (ids are
+ * handed out when written, not when committed).
  */
 
 /** A place in an account's log: everything at or before it has been read. */
@@ -29,6 +29,8 @@ interface EventRow extends Record<string, unknown> {
   data: Record<string, unknown>;
   created_at: string;
   ready: boolean;
+  /** The statement's snapshot (`xmin:xmax:xip,…`), on rows its xmin holds back. */
+  snapshot: string | null;
 }
 
 export interface EventBatch {
@@ -49,17 +51,22 @@ export async function readEvents(
   const { rows } = await db.execute<EventRow>(sql`
     select id, seq::text as seq, tx_id::text as tx_id, type, data,
            to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at,
-           tx_id < pg_snapshot_xmin(pg_current_snapshot()) as ready
+           tx_id < pg_snapshot_xmin(pg_current_snapshot()) as ready,
+           case when tx_id >= pg_snapshot_xmin(pg_current_snapshot()) then pg_current_snapshot()::text end
+             as snapshot
     from account_events
     where account_id = ${input.accountId}
       ${after ? sql`and (tx_id, seq) > (${after.tx}::xid8, ${after.seq}::bigint)` : sql``}
     order by tx_id, seq
     limit ${input.limit}`);
+  // The statement's snapshot, from the first row its server-wide xmin holds back.
+  const held = rows.find((row) => !row.ready)?.snapshot;
+  const bound = held ? await readyBound(db, held) : null;
   const events: EventJson[] = [];
   let position = after;
   let waiting = false;
   for (const row of rows) {
-    if (!row.ready) {
+    if (!row.ready && (bound === null || BigInt(row.tx_id) >= bound)) {
       waiting = true;
       break;
     }
@@ -81,11 +88,38 @@ export async function positionOf(db: DbOrTx, accountId: string, eventId: string)
 
 /** The log's current end: what a new stream starts after (later events are all "new"). */
 export async function endOfLog(db: DbOrTx): Promise<Position> {
-  const { rows } = await db.execute<{ tx: string }>(
-    sql`select pg_snapshot_xmin(pg_current_snapshot())::text as tx`,
+  const { rows } = await db.execute<{ snapshot: string }>(
+    sql`select pg_current_snapshot()::text as snapshot`,
   );
-  // seq starts at 1, so (xmin, 0) comes before every event of transaction xmin and later.
-  return { tx: rows[0]!.tx, seq: 0 };
+  // seq starts at 1, so (bound, 0) comes before every event of transaction `bound` and later.
+  return { tx: String(await readyBound(db, rows[0]!.snapshot)), seq: 0 };
+}
+
+/**
+ * The oldest transaction of a snapshot that may still write events (or the
+ * snapshot's xmax when none): the events of every transaction below it are
+ * committed, and visible in that snapshot, or never will be.
+ *
+ * The snapshot's own xmin is that bound for the whole server: a transaction
+ * writing in another database (another application, a migration, a
+ * `CREATE DATABASE`) would hold every account's events back for as long as it
+ * runs. Its transactions are set aside here: those of a backend connected to
+ * another database, as pg_stat_activity shows it now (a transaction id never
+ * changes database). A running transaction this cannot place (finished since
+ * the snapshot, or prepared) still holds the log back until the next read.
+ */
+async function readyBound(db: DbOrTx, snapshot: string): Promise<bigint> {
+  const [, xmax = "0", list = ""] = snapshot.split(":");
+  const running = list === "" ? [] : list.split(",");
+  if (running.length === 0) return BigInt(xmax);
+  const { rows } = await db.execute<{ tx: string | null }>(sql`
+    select min(x)::text as tx from unnest(${sql.param(running)}::xid8[]) x
+     where not exists (
+       select 1 from pg_stat_activity a
+        where a.backend_xid = xid(x)
+          and a.datid is distinct from (select oid from pg_database where datname = current_database()))`);
+  const oldest = rows[0]?.tx;
+  return BigInt(oldest ?? xmax);
 }
 
 export async function findEvent(db: DbOrTx, accountId: string, eventId: string): Promise<EventJson | null> {

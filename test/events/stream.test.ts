@@ -3,7 +3,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountEvents } from "../../src/db/schema/index.js";
 import { purgeOldEvents } from "../../src/events/log.js";
-import { createTestApp, signUp } from "../helpers/harness.js";
+import { createTestApp, createTestDatabase, signUp } from "../helpers/harness.js";
 import {
   allEvents,
   api,
@@ -167,6 +167,35 @@ describe("GET /api/events/stream", () => {
     } finally {
       await slow.end();
       await stream.close();
+    }
+  });
+
+  it("is not held back by a transaction writing in another database of the same server", async () => {
+    const b = await business(w);
+    // Another application's database on the same server, with a write transaction open meanwhile.
+    const elsewhere = await createTestDatabase();
+    const other = new pg.Client({ connectionString: elsewhere.url });
+    await other.connect();
+    try {
+      await other.query("begin");
+      await other.query("select pg_current_xact_id()");
+      const stream = await openStream(streamUrl(), b.user.headers);
+      try {
+        await customerOf(w, b).text("Still there?");
+        await settle(w.t);
+        const page = (await api(w.t, b.user, "GET", "/api/events?limit=500")).json();
+        expect(page.has_more).toBe(false);
+        expect(
+          page.events.filter((e: Json) => e.type === "message.received").map((e: Json) => e.data.text),
+        ).toEqual(["Still there?"]);
+        const event = await stream.next(isMessage("Still there?"));
+        expect(event.id).toBe(page.events.find((e: Json) => e.type === "message.received").id);
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await other.end();
+      await elsewhere.drop();
     }
   });
 
