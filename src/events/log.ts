@@ -114,9 +114,9 @@ async function readyBound(db: DbOrTx, snapshot: string): Promise<bigint> {
   if (running.length === 0) return BigInt(xmax);
   const { rows } = await db.execute<{ tx: string | null }>(sql`
     select min(x)::text as tx from unnest(${sql.param(running)}::xid8[]) x
-     where not exists (
-       select 1 from pg_stat_activity a
-        where a.backend_xid = xid(x)
+     where xid(x) not in (
+       select a.backend_xid from pg_stat_activity a
+        where a.backend_xid is not null
           and a.datid is distinct from (select oid from pg_database where datname = current_database()))`);
   const oldest = rows[0]?.tx;
   return BigInt(oldest ?? xmax);
