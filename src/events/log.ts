@@ -47,6 +47,40 @@ export async function readEvents(
   db: DbOrTx,
   input: { accountId: string; after: Position | null; limit: number },
 ): Promise<EventBatch> {
+  let rows = await readRows(db, input);
+  let bound: bigint | null = null;
+  const held = rows.find((row) => !row.ready)?.snapshot;
+  if (held) {
+    // The server-wide xmin holds some back: which of its transactions are this database's?
+    const running = await runningTransactions(db);
+    const ready = readyBound(held, running);
+    bound = ready.bound;
+    if (!ready.placed) {
+      // Held back by one that ended before that look, or one it cannot place: read again, in a
+      // snapshot taken after the look, which places every transaction older than these events.
+      rows = await readRows(db, input);
+      const again = rows.find((row) => !row.ready)?.snapshot;
+      bound = again ? readyBound(again, running).bound : null;
+    }
+  }
+  const events: EventJson[] = [];
+  let position = input.after;
+  let waiting = false;
+  for (const row of rows) {
+    if (!row.ready && (bound === null || BigInt(row.tx_id) >= bound)) {
+      waiting = true;
+      break;
+    }
+    events.push({ id: row.id, type: row.type, created_at: row.created_at, data: row.data });
+    position = { tx: row.tx_id, seq: Number(row.seq) };
+  }
+  return { events, position, waiting, full: !waiting && rows.length === input.limit };
+}
+
+async function readRows(
+  db: DbOrTx,
+  input: { accountId: string; after: Position | null; limit: number },
+): Promise<EventRow[]> {
   const { after } = input;
   const { rows } = await db.execute<EventRow>(sql`
     select id, seq::text as seq, tx_id::text as tx_id, type, data,
@@ -59,21 +93,7 @@ export async function readEvents(
       ${after ? sql`and (tx_id, seq) > (${after.tx}::xid8, ${after.seq}::bigint)` : sql``}
     order by tx_id, seq
     limit ${input.limit}`);
-  // The statement's snapshot, from the first row its server-wide xmin holds back.
-  const held = rows.find((row) => !row.ready)?.snapshot;
-  const bound = held ? await readyBound(db, held) : null;
-  const events: EventJson[] = [];
-  let position = after;
-  let waiting = false;
-  for (const row of rows) {
-    if (!row.ready && (bound === null || BigInt(row.tx_id) >= bound)) {
-      waiting = true;
-      break;
-    }
-    events.push({ id: row.id, type: row.type, created_at: row.created_at, data: row.data });
-    position = { tx: row.tx_id, seq: Number(row.seq) };
-  }
-  return { events, position, waiting, full: !waiting && rows.length === input.limit };
+  return rows;
 }
 
 /** Where an event of the account sits in the log; null for an unknown (or purged, or foreign) id. */
@@ -88,11 +108,25 @@ export async function positionOf(db: DbOrTx, accountId: string, eventId: string)
 
 /** The log's current end: what a new stream starts after (later events are all "new"). */
 export async function endOfLog(db: DbOrTx): Promise<Position> {
+  const running = await runningTransactions(db);
   const { rows } = await db.execute<{ snapshot: string }>(
     sql`select pg_current_snapshot()::text as snapshot`,
   );
   // seq starts at 1, so (bound, 0) comes before every event of transaction `bound` and later.
-  return { tx: String(await readyBound(db, rows[0]!.snapshot)), seq: 0 };
+  return { tx: String(readyBound(rows[0]!.snapshot, running).bound), seq: 0 };
+}
+
+/**
+ * The server's running transactions, by their 32-bit ids as pg_stat_activity
+ * shows them: true for those of a backend connected to another database. A
+ * transaction's database never changes, so what this finds stays true.
+ */
+async function runningTransactions(db: DbOrTx): Promise<Map<bigint, boolean>> {
+  const { rows } = await db.execute<{ xid: string; elsewhere: boolean }>(sql`
+    select backend_xid::text as xid,
+           datid is distinct from (select oid from pg_database where datname = current_database()) as elsewhere
+      from pg_stat_activity where backend_xid is not null`);
+  return new Map(rows.map((row) => [BigInt(row.xid), row.elsewhere]));
 }
 
 /**
@@ -103,23 +137,25 @@ export async function endOfLog(db: DbOrTx): Promise<Position> {
  * The snapshot's own xmin is that bound for the whole server: a transaction
  * writing in another database (another application, a migration, a
  * `CREATE DATABASE`) would hold every account's events back for as long as it
- * runs. Its transactions are set aside here: those of a backend connected to
- * another database, as pg_stat_activity shows it now (a transaction id never
- * changes database). A running transaction this cannot place (finished since
- * the snapshot, or prepared) still holds the log back until the next read.
+ * runs. Those `running` shows in another database are set aside. One it does
+ * not show (ended since it was looked at, started after, or prepared) still
+ * holds the log back: `placed` is false when such a one is the bound. In a
+ * snapshot taken after that look, every transaction older than the events
+ * committed before it is placed.
  */
-async function readyBound(db: DbOrTx, snapshot: string): Promise<bigint> {
+function readyBound(snapshot: string, running: Map<bigint, boolean>): { bound: bigint; placed: boolean } {
   const [, xmax = "0", list = ""] = snapshot.split(":");
-  const running = list === "" ? [] : list.split(",");
-  if (running.length === 0) return BigInt(xmax);
-  const { rows } = await db.execute<{ tx: string | null }>(sql`
-    select min(x)::text as tx from unnest(${sql.param(running)}::xid8[]) x
-     where xid(x) not in (
-       select a.backend_xid from pg_stat_activity a
-        where a.backend_xid is not null
-          and a.datid is distinct from (select oid from pg_database where datname = current_database()))`);
-  const oldest = rows[0]?.tx;
-  return BigInt(oldest ?? xmax);
+  let bound = BigInt(xmax);
+  let placed = true;
+  for (const id of list === "" ? [] : list.split(",")) {
+    const tx = BigInt(id);
+    const elsewhere = running.get(tx & 0xffffffffn);
+    if (tx < bound && elsewhere !== true) {
+      bound = tx;
+      placed = elsewhere === false;
+    }
+  }
+  return { bound, placed };
 }
 
 export async function findEvent(db: DbOrTx, accountId: string, eventId: string): Promise<EventJson | null> {

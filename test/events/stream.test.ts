@@ -2,7 +2,7 @@ import { inArray } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountEvents } from "../../src/db/schema/index.js";
-import { purgeOldEvents } from "../../src/events/log.js";
+import { purgeOldEvents, readEvents } from "../../src/events/log.js";
 import { createTestApp, createTestDatabase, signUp } from "../helpers/harness.js";
 import {
   allEvents,
@@ -197,6 +197,39 @@ describe("GET /api/events/stream", () => {
       } finally {
         await stream.close();
       }
+    } finally {
+      await other.end();
+      await elsewhere.drop();
+    }
+  });
+
+  it("reads on when another database's transaction ends between its looks", async () => {
+    const b = await business(w);
+    const elsewhere = await createTestDatabase();
+    const other = new pg.Client({ connectionString: elsewhere.url });
+    await other.connect();
+    try {
+      // Older than the customer's message, so the server-wide xmin holds that message back.
+      await other.query("begin");
+      await other.query("select pg_current_xact_id()");
+      await customerOf(w, b).text("Are you open?");
+      await settle(w.t);
+      // The log's first look sees the transaction running; it has ended by the second (which asks
+      // which database each running transaction belongs to), so that one cannot place it.
+      const { db } = w.t.database;
+      let looks = 0;
+      const between = {
+        execute: async (query: Parameters<typeof db.execute>[0]) => {
+          looks += 1;
+          if (looks === 2) await other.query("commit");
+          return db.execute(query);
+        },
+      } as unknown as typeof db;
+      const batch = await readEvents(between, { accountId: b.accountId, after: null, limit: 500 });
+      expect(batch.waiting).toBe(false);
+      expect(batch.events.filter((e) => e.type === "message.received").map((e) => e.data.text)).toEqual([
+        "Are you open?",
+      ]);
     } finally {
       await other.end();
       await elsewhere.drop();
