@@ -24,6 +24,21 @@ beforeAll(async () => {
 });
 afterAll(() => w.close());
 
+/** Runs `work` while another application's database on the same server has a write transaction open. */
+async function whileWritingElsewhere(work: (other: pg.Client) => Promise<void>) {
+  const elsewhere = await createTestDatabase();
+  const other = new pg.Client({ connectionString: elsewhere.url });
+  await other.connect();
+  try {
+    await other.query("begin");
+    await other.query("select pg_current_xact_id()");
+    await work(other);
+  } finally {
+    await other.end();
+    await elsewhere.drop();
+  }
+}
+
 const streamUrl = (query = "") => `${baseUrl(w.t)}/api/events/stream${query}`;
 const conversationsOf = async (b: { user: Parameters<typeof api>[1] }) =>
   (await api(w.t, b.user, "GET", "/api/conversations")).json().conversations;
@@ -172,13 +187,7 @@ describe("GET /api/events/stream", () => {
 
   it("is not held back by a transaction writing in another database of the same server", async () => {
     const b = await business(w);
-    // Another application's database on the same server, with a write transaction open meanwhile.
-    const elsewhere = await createTestDatabase();
-    const other = new pg.Client({ connectionString: elsewhere.url });
-    await other.connect();
-    try {
-      await other.query("begin");
-      await other.query("select pg_current_xact_id()");
+    await whileWritingElsewhere(async () => {
       const customer = customerOf(w, b);
       await customer.text("Hello");
       await settle(w.t);
@@ -197,21 +206,13 @@ describe("GET /api/events/stream", () => {
       } finally {
         await stream.close();
       }
-    } finally {
-      await other.end();
-      await elsewhere.drop();
-    }
+    });
   });
 
   it("reads on when another database's transaction ends between its looks", async () => {
     const b = await business(w);
-    const elsewhere = await createTestDatabase();
-    const other = new pg.Client({ connectionString: elsewhere.url });
-    await other.connect();
-    try {
+    await whileWritingElsewhere(async (other) => {
       // Older than the customer's message, so the server-wide xmin holds that message back.
-      await other.query("begin");
-      await other.query("select pg_current_xact_id()");
       await customerOf(w, b).text("Are you open?");
       await settle(w.t);
       // The log's first look sees the transaction running; it has ended by the second (which asks
@@ -230,10 +231,7 @@ describe("GET /api/events/stream", () => {
       expect(batch.events.filter((e) => e.type === "message.received").map((e) => e.data.text)).toEqual([
         "Are you open?",
       ]);
-    } finally {
-      await other.end();
-      await elsewhere.drop();
-    }
+    });
   });
 
   it("never shows another account's events", async () => {
