@@ -31,6 +31,7 @@ import { createEventHub } from "./events/hub.js";
 import { registerEventRoutes } from "./events/routes.js";
 import { registerFlowRoutes } from "./flows/routes.js";
 import { registerRunner } from "./flows/runner/index.js";
+import { createContactTransactions } from "./flows/runner/store.js";
 import { DEFAULT_CONSOLE_DIR, registerConsole } from "./http/console.js";
 import { ApiError } from "./http/errors.js";
 import { componentSchemas, docs, healthAnswer, withOperationId } from "./http/openapi.js";
@@ -284,6 +285,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       settleDueAt: () => settleDueAt(deps),
       send: (payload, claimed) => sendClaimed(deps, payload, claimed),
     },
+    contactTransactions: createContactTransactions(database.pool),
     media: createMediaStore(config.mediaStore),
     jobs,
     mailer,

@@ -4,6 +4,7 @@ import type { Database } from "./db/client.js";
 import type { Mailer } from "./mail/mailer.js";
 import type {
   ClaimedSends,
+  ContactTransactions,
   DeliveryPolicy,
   EventHub,
   Jobs,
@@ -34,6 +35,8 @@ export interface AppDeps {
   sends: SendPipeline;
   /** Bot messages stored claimed by the runner, handed to \`sends\` once their advance commits. */
   claimedSends: ClaimedSends;
+  /** The hot path's contact-locked transactions, several contacts to one (flows/runner/store.ts). */
+  contactTransactions: ContactTransactions;
   /** Media files (customers' and our own copies of sent ones). */
   media: MediaStore;
   jobs: Jobs;

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from "fastify";
+import type { DbOrTx } from "./db/client.js";
 import type { SendPayload, SendPriority } from "./queue/tasks.js";
 import type { OutboundMessage, SentMessage } from "./upstream/graph.js";
 
@@ -200,6 +201,17 @@ export interface ClaimedSend {
   campaignId: string | null;
   /** No resend of an unknown outcome: the message never reached Meta if this try does not go. */
   firstTry: boolean;
+}
+
+/**
+ * The transactions that take a contact's lock on a reply's hot path (a
+ * customer message's advance, a bot send's record): several contacts' works
+ * share one transaction, all written or none (src/flows/runner/store.ts,
+ * createContactTransactions).
+ */
+export interface ContactTransactions {
+  /** Runs `work` under the contact's lock in a transaction, like withContactLock. */
+  run<T>(key: { accountId: string; contactId: string }, work: (db: DbOrTx) => Promise<T>): Promise<T>;
 }
 
 /**

@@ -137,3 +137,72 @@ export async function commitWith(tx: DbOrTx, query: SQL): Promise<Record<string,
   const finish = finishers.get(tx);
   return (finish ? await finish(query) : await tx.execute<Record<string, unknown>>(query)).rows;
 }
+
+/** A statement's way of refusing to run in a shared transaction (see transactionSharedBy). */
+export class NotShareable extends Error {
+  constructor() {
+    super("A savepoint cannot be taken in a transaction shared by several works");
+    this.name = "NotShareable";
+  }
+}
+
+/**
+ * Runs several `works` side by side in one transaction on one pipelined
+ * connection, begun by `opening` (as in transactionOpenedWith), and commits
+ * once if every work resolved: all of them are written, or none. A work that
+ * throws (or a statement that fails, which aborts the transaction under all
+ * of them) rolls everything back, and the answer is `null`: each work may
+ * then be run again on its own. Each work has its own handle; a savepoint
+ * (drizzle's nested `transaction`) is refused, since rolling one back would
+ * undo the other works' statements sent after it. commitWith only runs its
+ * statement on such a handle.
+ */
+export async function transactionSharedBy(
+  pool: pg.Pool,
+  opening: string,
+  works: Array<(tx: DbOrTx) => Promise<unknown>>,
+): Promise<unknown[] | null> {
+  const client = (await pool.connect()) as pg.PoolClient & { pipeline?: boolean };
+  const pipelines = typeof client.pipeline === "boolean";
+  if (pipelines) client.pipeline = true;
+  let broken: Error | undefined;
+  let failed = false;
+  const opened = client.query(opening).catch(() => {
+    failed = true;
+  });
+  const connection = {
+    query: (...args: unknown[]): unknown => (client.query as (...a: unknown[]) => unknown)(...args),
+  };
+  const handle = () => {
+    const tx = new NodePgTransaction(
+      dialect,
+      new NodePgSession(connection as unknown as pg.PoolClient, dialect, relationalSchema),
+      relationalSchema,
+    );
+    tx.transaction = () => Promise.reject(new NotShareable());
+    return tx as unknown as DbOrTx;
+  };
+  try {
+    const settled = await Promise.allSettled(works.map((work) => work(handle())));
+    await opened;
+    if (failed || settled.some((one) => one.status === "rejected")) {
+      await client.query("rollback");
+      return null;
+    }
+    // A statement that failed after every work had ended (one that caught its error) aborted the
+    // transaction: PostgreSQL then answers the commit with a rollback.
+    const committed = await client.query("commit");
+    if (committed.command !== "COMMIT") return null;
+    return settled.map((one) => (one as PromiseFulfilledResult<unknown>).value);
+  } catch (error) {
+    // The commit (or the rollback) failed: nothing was written.
+    await client.query("rollback").catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
+    if (broken) throw error;
+    return null;
+  } finally {
+    if (pipelines) client.pipeline = false;
+    client.release(broken);
+  }
+}

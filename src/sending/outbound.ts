@@ -306,7 +306,12 @@ async function handOver(deps: SendDeps, payload: SendPayload, claimed: Claimed, 
   deps.sends.track(
     result
       .then((answer) =>
-        recordResult(deps, payload, { ...target, accountId: claimed.accountId, type: claimed.type }, answer),
+        recordResult(
+          deps,
+          payload,
+          { ...target, accountId: claimed.accountId, type: claimed.type, campaignId: claimed.campaignId },
+          answer,
+        ),
       )
       .catch((error: unknown) =>
         // The settle job is still there: the send is resolved after the window.
@@ -315,7 +320,11 @@ async function handOver(deps: SendDeps, payload: SendPayload, claimed: Claimed, 
   );
 }
 
-type Recorded = Extract<Target, { ok: true }> & { accountId: string; type: string };
+type Recorded = Extract<Target, { ok: true }> & {
+  accountId: string;
+  type: string;
+  campaignId: string | null;
+};
 
 async function recordResult(deps: SendDeps, payload: SendPayload, target: Recorded, result: SendResult) {
   const attempt = payload.attempt ?? 1;
@@ -330,6 +339,7 @@ async function recordResult(deps: SendDeps, payload: SendPayload, target: Record
     }
     await recordSent(deps, payload, {
       accountId: target.accountId,
+      campaignId: target.campaignId,
       contactId: target.contactId,
       upstreamId: result.sent.messageId,
       type: target.type,
@@ -431,10 +441,11 @@ async function recordResult(deps: SendDeps, payload: SendPayload, target: Record
 async function recordSent(
   deps: SendDeps,
   payload: SendPayload,
-  sent: { accountId: string; contactId: string; upstreamId: string; type: string },
+  sent: { accountId: string; campaignId: string | null; contactId: string; upstreamId: string; type: string },
 ) {
   const sentAt = deps.now();
-  await withContactLock(deps.pool, { accountId: sent.accountId, contactId: sent.contactId }, async (tx) => {
+  const key = { accountId: sent.accountId, contactId: sent.contactId };
+  const record = async (tx: DbOrTx) => {
     // The message and its settle job in one statement; the run's context read beside it, in the same
     // round trip (the transaction's connection is pipelined, see transactionOpenedWith): it does not
     // depend on that update, and both hold the contact's lock.
@@ -458,7 +469,12 @@ async function recordSent(
     if (campaignId)
       await campaignSendOutcome(tx, { messageId: payload.messageId, campaignId, status: "sent" });
     await continueRun(ctx, payload, { upstreamId: sent.upstreamId, type: sent.type, at: sentAt });
-  });
+  };
+  // A campaign message's record also moves its recipient and its campaign's counts, which the
+  // campaign row's lock orders: that takes a transaction of its own, not one shared with other contacts.
+  await (sent.campaignId
+    ? withContactLock(deps.pool, key, record)
+    : deps.contactTransactions.run(key, record));
 }
 
 /** Moves on the run `ctx` (read under the contact's lock) if it still waits for this message. */

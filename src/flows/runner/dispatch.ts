@@ -108,7 +108,7 @@ async function offerToFlows(deps: RunnerDeps, event: InboundMessageStored): Prom
   if (!seen.runId && !seen.flows.some((flow) => triggers(flow, message, event.firstInbound))) {
     return "no_trigger";
   }
-  return withContactLock(deps.pool, event, async (db) => {
+  return deps.contactTransactions.run(event, async (db) => {
     const taken = await takeMessage(db, event, deps.now());
     if (taken === "not_customer_message" || taken === "duplicate") return taken;
     const result = await offer(db, deps, event, taken, seen.runId);

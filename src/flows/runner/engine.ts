@@ -47,7 +47,16 @@ export const MAX_STEPS_PER_ADVANCE = 64;
 
 export type RunnerDeps = Pick<
   AppDeps,
-  "db" | "pool" | "cipher" | "graph" | "sends" | "claimedSends" | "now" | "config" | "log"
+  | "db"
+  | "pool"
+  | "cipher"
+  | "graph"
+  | "sends"
+  | "claimedSends"
+  | "contactTransactions"
+  | "now"
+  | "config"
+  | "log"
 >;
 export type FlowRow = typeof flows.$inferSelect;
 

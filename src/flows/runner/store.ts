@@ -1,10 +1,11 @@
 import { randomInt } from "node:crypto";
 import { and, eq, type SQL, sql } from "drizzle-orm";
 import type pg from "pg";
-import { commitWith, type DbOrTx, transactionOpenedWith } from "../../db/client.js";
+import { commitWith, type DbOrTx, transactionOpenedWith, transactionSharedBy } from "../../db/client.js";
 import { pgErrorCode } from "../../db/errors.js";
 import { prepared } from "../../db/prepared.js";
 import { EXECUTION_COUNT_SHARDS, type flowRunEvents, flowRuns, flows } from "../../db/schema/index.js";
+import type { ContactTransactions } from "../../ports.js";
 
 /**
  * Writes of one run. An advance changes its run in memory (RunContext.run)
@@ -193,7 +194,7 @@ export async function writeRun(
           ? sql`,
     counted as (
       insert into flow_execution_counts (flow_id, shard, count)
-      select run.flow_id, ${randomInt(EXECUTION_COUNT_SHARDS)}::smallint, 1 from run
+      select run.flow_id, ${countShards.get(db) ?? randomInt(EXECUTION_COUNT_SHARDS)}::smallint, 1 from run
       on conflict (flow_id, shard) do update set count = flow_execution_counts.count + 1
       returning 1)`
           : sql``
@@ -296,10 +297,10 @@ export async function withContactLock<T>(
   key: { accountId: string; contactId: string },
   work: (db: DbOrTx) => Promise<T>,
 ): Promise<T> {
-  const lockKey = `flow-runner:${key.accountId}:${key.contactId}`;
+  const lockKey = contactLockKey(key);
   const inline = UUID.test(key.accountId) && UUID.test(key.contactId);
   const hooks: Array<() => Promise<void>> = [];
-  const opening = inline ? `begin; select pg_advisory_xact_lock(hashtextextended('${lockKey}', 0))` : "begin";
+  const opening = inline ? `begin; select ${lockStatement(lockKey)}` : "begin";
   const result = await transactionOpenedWith(pool, opening, async (tx) => {
     if (!inline) await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
     commitHooks.set(tx, hooks);
@@ -309,6 +310,127 @@ export async function withContactLock<T>(
   for (const hook of hooks) await hook();
   return result;
 }
+
+const contactLockKey = (key: { accountId: string; contactId: string }) =>
+  `flow-runner:${key.accountId}:${key.contactId}`;
+
+/** The lock of a key made of UUIDs only (checked by the caller), written as a literal. */
+const lockStatement = (lockKey: string) => `pg_advisory_xact_lock(hashtextextended('${lockKey}', 0))`;
+
+/** A work waiting for the next shared transaction. */
+interface Waiting {
+  key: { accountId: string; contactId: string };
+  lockKey: string;
+  work: (db: DbOrTx) => Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Contacts' works in one shared transaction at most (its opening takes as many locks). */
+export const CONTACT_BATCH_MAX = 32;
+
+/**
+ * withContactLock for the hot path's transactions (a customer message's
+ * advance, a bot send's record), several contacts to a transaction: the works
+ * asked for while the last shared transaction ran go together into the next,
+ * which takes their contacts' locks in one order (two such transactions never
+ * wait on each other for them) and commits once. A contact's works still take
+ * turns: a transaction takes one work a contact, the others wait for the next.
+ *
+ * All of a transaction's works are written, or none: should one fail (or ask
+ * for a savepoint, see transactionSharedBy), the transaction rolls back and
+ * each work runs again in a transaction of its own (withContactLock), where
+ * the one that failed fails by itself. Commit hooks (onCommit) run once the
+ * shared transaction has committed. The works see one another's writes (they
+ * are one transaction): none of them reads a row of another contact and
+ * writes it back, and the one such row they update, a flow's run count, is
+ * updated as `count + 1` on one shard a transaction (see countShard).
+ */
+export function createContactTransactions(
+  pool: pg.Pool,
+  options: { max?: number } = {},
+): ContactTransactions {
+  const max = options.max ?? CONTACT_BATCH_MAX;
+  let queue: Waiting[] = [];
+  let running = false;
+  let scheduled = false;
+
+  const alone = (one: Waiting) => withContactLock(pool, one.key, one.work).then(one.resolve, one.reject);
+
+  const together = async (batch: Waiting[]) => {
+    const ordered = [...batch].sort((a, b) => (a.lockKey < b.lockKey ? -1 : a.lockKey > b.lockKey ? 1 : 0));
+    const opening = `begin; ${ordered.map((one) => `select ${lockStatement(one.lockKey)}`).join("; ")}`;
+    const hooks = batch.map(() => [] as Array<() => Promise<void>>);
+    const shard = randomInt(EXECUTION_COUNT_SHARDS);
+    const results = await transactionSharedBy(
+      pool,
+      opening,
+      batch.map((one, i) => (tx) => {
+        commitHooks.set(tx, hooks[i] ?? []);
+        countShards.set(tx, shard);
+        return one.work(tx);
+      }),
+    ).catch(() => null);
+    if (!results) {
+      await Promise.all(batch.map(alone));
+      return;
+    }
+    await Promise.all(
+      batch.map(async (one, i) => {
+        for (const hook of hooks[i] ?? []) await hook();
+        one.resolve(results[i]);
+      }),
+    );
+  };
+
+  /** Starts the next transaction with the works waiting (one a contact, `max` at most). */
+  const next = () => {
+    scheduled = false;
+    if (running || queue.length === 0) return;
+    const batch: Waiting[] = [];
+    const taken = new Set<string>();
+    const later: Waiting[] = [];
+    for (const one of queue) {
+      if (batch.length < max && !taken.has(one.lockKey)) {
+        batch.push(one);
+        taken.add(one.lockKey);
+      } else later.push(one);
+    }
+    queue = later;
+    running = true;
+    const [only] = batch;
+    void (batch.length === 1 && only ? alone(only) : together(batch)).finally(() => {
+      running = false;
+      schedule();
+    });
+  };
+  // The works asked for in the same turn of the event loop join the same transaction.
+  const schedule = () => {
+    if (scheduled || running || queue.length === 0) return;
+    scheduled = true;
+    setImmediate(next);
+  };
+
+  return {
+    run<T>(key: { accountId: string; contactId: string }, work: (db: DbOrTx) => Promise<T>): Promise<T> {
+      // A key that cannot be written into the opening as a literal takes a transaction of its own.
+      if (!UUID.test(key.accountId) || !UUID.test(key.contactId)) return withContactLock(pool, key, work);
+      return new Promise<T>((resolve, reject) => {
+        queue.push({
+          key,
+          lockKey: contactLockKey(key),
+          work,
+          reject,
+          resolve: resolve as (v: unknown) => void,
+        });
+        schedule();
+      });
+    },
+  };
+}
+
+/** The shard of a flow's run count that the shared transaction `db` counts on (one for all its works). */
+const countShards = new WeakMap<object, number>();
 
 /** The after-commit work of each withContactLock transaction. */
 const commitHooks = new WeakMap<object, Array<() => Promise<void>>>();
