@@ -344,7 +344,7 @@ export const CONTACT_BATCH_MAX = 32;
  * shared transaction has committed. The works see one another's writes (they
  * are one transaction): none of them reads a row of another contact and
  * writes it back, and the one such row they update, a flow's run count, is
- * updated as `count + 1` on one shard a transaction (see countShard).
+ * updated as `count + 1` on one shard a transaction (see countShards).
  */
 export function createContactTransactions(
   pool: pg.Pool,
