@@ -43,10 +43,14 @@ export interface EventBatch {
   full: boolean;
 }
 
-export async function readEvents(
-  db: DbOrTx,
-  input: { accountId: string; after: Position | null; limit: number },
-): Promise<EventBatch> {
+/** Which events to read: the account's, after a position (from the start when null), a page at most. */
+export interface EventsWanted {
+  accountId: string;
+  after: Position | null;
+  limit: number;
+}
+
+export async function readEvents(db: DbOrTx, input: EventsWanted): Promise<EventBatch> {
   let rows = await readRows(db, input);
   let bound: bigint | null = null;
   const held = rows.find((row) => !row.ready)?.snapshot;
@@ -77,10 +81,7 @@ export async function readEvents(
   return { events, position, waiting, full: !waiting && rows.length === input.limit };
 }
 
-async function readRows(
-  db: DbOrTx,
-  input: { accountId: string; after: Position | null; limit: number },
-): Promise<EventRow[]> {
+async function readRows(db: DbOrTx, input: EventsWanted): Promise<EventRow[]> {
   const { after } = input;
   const { rows } = await db.execute<EventRow>(sql`
     select id, seq::text as seq, tx_id::text as tx_id, type, data,
