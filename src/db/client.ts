@@ -35,6 +35,14 @@ const relationalSchema = (() => {
 })();
 const dialect = new PgDialect();
 
+/** A drizzle transaction whose statements go through `connection` (one that a `begin` has opened). */
+const transactionOn = (connection: { query(...args: unknown[]): unknown }) =>
+  new NodePgTransaction(
+    dialect,
+    new NodePgSession(connection as unknown as pg.PoolClient, dialect, relationalSchema),
+    relationalSchema,
+  );
+
 /**
  * Runs `work` in a transaction on one of the pool's connections, begun by
  * `opening`: a simple query (no parameters) of `begin` and the statements to
@@ -80,11 +88,7 @@ export async function transactionOpenedWith<T>(
     },
   };
   try {
-    const tx = new NodePgTransaction(
-      dialect,
-      new NodePgSession(connection as unknown as pg.PoolClient, dialect, relationalSchema),
-      relationalSchema,
-    ) as unknown as DbOrTx;
+    const tx = transactionOn(connection) as unknown as DbOrTx;
     finishers.set(tx, async (query) => {
       if (ending) throw new Error("The transaction is ending already");
       ending = {};
@@ -174,11 +178,7 @@ export async function transactionSharedBy(
     query: (...args: unknown[]): unknown => (client.query as (...a: unknown[]) => unknown)(...args),
   };
   const handle = () => {
-    const tx = new NodePgTransaction(
-      dialect,
-      new NodePgSession(connection as unknown as pg.PoolClient, dialect, relationalSchema),
-      relationalSchema,
-    );
+    const tx = transactionOn(connection);
     tx.transaction = () => Promise.reject(new NotShareable());
     return tx as unknown as DbOrTx;
   };
